@@ -1,0 +1,140 @@
+package roles
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Exit statuses every command keeps to, so scripts can tell failure kinds apart.
+const (
+	ExitOK      = 0
+	ExitFailed  = 1 // the thing checked is wrong, or the work failed
+	ExitUsage   = 2 // the command line is wrong
+	programName = "boxmaker"
+)
+
+// UsageError is a wrong command line: exit status 2.
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+// Usagef returns a UsageError.
+func Usagef(format string, args ...any) error {
+	return UsageError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// Role is one entry of the multicall binary: a daemon or bxctl. Command
+// builds a fresh command tree each call, because urfave/cli links a command
+// to one parent.
+type Role struct {
+	Name    string
+	Command func() *cli.Command
+}
+
+// Program is what main hands over: the version it was built with, the roles
+// built so far, and bxctl's commands, which also sit at the top level so that
+// `boxmaker chat` and `bxctl chat` are the same command.
+type Program struct {
+	Version  string
+	Roles    []Role
+	Commands func() []*cli.Command
+}
+
+// Run picks the role from the base name of args[0] or else from args[1], runs
+// it, writes any error to stderr, and returns the exit status.
+func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	name := filepath.Base(args[0])
+	cmd := p.root()
+	if i := slices.IndexFunc(p.Roles, func(r Role) bool { return r.Name == name }); i >= 0 {
+		cmd = p.Roles[i].Command()
+		cmd.Version = p.Version
+	} else {
+		name = programName
+	}
+	cmd.Name = name
+	cmd.Writer, cmd.ErrWriter = stdout, stderr
+	cmd.ExitErrHandler = func(context.Context, *cli.Command, error) {} // we exit, not the library
+	prepare(cmd)
+	err := cmd.Run(ctx, append([]string{name}, args[1:]...))
+	return report(err, name, stderr)
+}
+
+// root is `boxmaker` itself: every role, and bxctl's commands at the top.
+func (p Program) root() *cli.Command {
+	root := &cli.Command{
+		Usage:   "a self-hosted agent whose every tool call is decided, sandboxed and audited",
+		Version: p.Version,
+	}
+	for _, r := range p.Roles {
+		root.Commands = append(root.Commands, r.Command())
+	}
+	root.Commands = append(root.Commands, p.Commands()...)
+	return root
+}
+
+// prepare makes every command in the tree answer a wrong command line with a
+// UsageError, and every command that only groups others refuse a name it
+// does not know.
+func prepare(cmd *cli.Command) {
+	cmd.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+		return UsageError{Msg: err.Error()}
+	}
+	if len(cmd.Commands) > 0 && cmd.Action == nil {
+		cmd.Action = groupAction
+	}
+	for _, sub := range cmd.Commands {
+		prepare(sub)
+	}
+}
+
+// groupAction runs when a command that only groups others is called without
+// one of them: show help, or name what is valid.
+func groupAction(ctx context.Context, cmd *cli.Command) error {
+	if !cmd.Args().Present() {
+		if err := cli.ShowSubcommandHelp(cmd); err != nil {
+			return err
+		}
+		return UsageError{Msg: ""}
+	}
+	var valid []string
+	for _, sub := range cmd.VisibleCommands() {
+		if sub.Name != "help" {
+			valid = append(valid, sub.Name)
+		}
+	}
+	what := "command"
+	if cmd.Root() == cmd && cmd.Name == programName {
+		what = "role or command"
+	}
+	return Usagef("%s: no %s named %q; valid: %s", cmd.FullName(), what, cmd.Args().First(), strings.Join(valid, ", "))
+}
+
+// report writes err and maps it to an exit status.
+func report(err error, name string, stderr io.Writer) int {
+	if err == nil {
+		return ExitOK
+	}
+	code := ExitFailed
+	var usage UsageError
+	var coder cli.ExitCoder
+	switch {
+	case errors.As(err, &usage):
+		code = ExitUsage
+	case errors.As(err, &coder):
+		code = coder.ExitCode()
+	}
+	if msg := err.Error(); msg != "" {
+		if !strings.HasPrefix(msg, name+":") && !strings.HasPrefix(msg, programName) {
+			msg = name + ": " + msg
+		}
+		fmt.Fprintln(stderr, msg)
+	}
+	return code
+}

@@ -1,0 +1,14 @@
+// Package wire is boxmaker's protocol: the frame codec, the envelope and its
+// messages, and the audit and session log records, with one canonical encoder
+// for every byte that is sent, hashed or compared.
+//
+// Decoding is strict: unknown or missing members, duplicate names, invalid
+// UTF-8 (also as escaped lone surrogates), null outside an Option, floats,
+// exponents, signs and out-of-range integers, and data after the value are all
+// bad_message errors. Decoders and constructors validate; invalid input is an
+// error, never a panic. The fixtures under fixtures/wire and fixtures/log are
+// the specification, byte for byte.
+//
+// wire must never import another boxmaker package, hold policy, or do I/O
+// beyond reading and writing frames on a stream its caller supplies.
+package wire

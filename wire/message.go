@@ -1,0 +1,204 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Version is the protocol version every envelope carries as "v".
+const Version = 1
+
+// Envelope is one frame's content. The version is not a field: Encode always
+// writes Version and Decode refuses any other.
+type Envelope struct {
+	// ID is chosen by the requester; every frame of the response carries it.
+	ID uint64
+	// Final is false on every frame of a response but the last, and on
+	// nothing else: requests are single frames with Final true.
+	Final bool
+	Msg   Message
+}
+
+// Message is one of the kinds a frame can carry: ToolRequest, the
+// ToolResponse variants, or WireError. The set is closed.
+type Message interface{ isMessage() }
+
+// ToolRequest asks brokerd to run one tool call for a session.
+type ToolRequest struct {
+	Session SessionID `json:"session"`
+	Call    CallID    `json:"call"`
+	Tool    string    `json:"tool"`
+	// Arguments is the model's JSON object, carried unparsed: only the
+	// policy decides whether it parses, and the audit log keeps it whole.
+	Arguments string `json:"arguments"`
+}
+
+// ToolResponse is brokerd's answer to a ToolRequest: PendingApproval (never
+// final), then exactly one of Result, Failed or Denied.
+type ToolResponse interface {
+	Message
+	isToolResponse()
+}
+
+// PendingApproval says the call waits for the owner's answer until Expires.
+type PendingApproval struct {
+	Approval string    `json:"approval"`
+	Expires  Timestamp `json:"expires"`
+}
+
+// Result is a tool's output, labelled by brokerd from the grant, never by the tool.
+type Result struct {
+	Content   string    `json:"content"`
+	Class     DataClass `json:"class"`
+	Untrusted bool      `json:"untrusted"`
+	Truncated bool      `json:"truncated"`
+}
+
+// Failed says the tool ran and failed; it is not a policy decision.
+type Failed struct {
+	Message string `json:"message"`
+}
+
+// Denied says the policy or the owner refused the call.
+type Denied struct {
+	Reason DenyReason `json:"reason"`
+}
+
+func (ToolRequest) isMessage()     {}
+func (PendingApproval) isMessage() {}
+func (Result) isMessage()          {}
+func (Failed) isMessage()          {}
+func (Denied) isMessage()          {}
+func (WireError) isMessage()       {}
+
+func (PendingApproval) isToolResponse() {}
+func (Result) isToolResponse()          {}
+func (Failed) isToolResponse()          {}
+func (Denied) isToolResponse()          {}
+
+// messages is the table of kinds; a later kind is one more line here, plus
+// its fixtures.
+var messages = newUnion[Message]("kind", "body",
+	variant{"tool_request", ToolRequest{}},
+	variant{"tool_response", (*ToolResponse)(nil)},
+	variant{"error", WireError{}},
+)
+
+var toolResponses = newUnion[ToolResponse]("status", "",
+	variant{"pending_approval", PendingApproval{}},
+	variant{"result", Result{}},
+	variant{"failed", Failed{}},
+	variant{"denied", Denied{}},
+)
+
+var unions = []*union{messages, toolResponses, decisions, logRecords}
+
+// partial lists the message types sent with final false: a response that
+// goes on. Every other message is a whole request or the end of a response.
+var partial = []reflect.Type{reflect.TypeFor[PendingApproval]()}
+
+// KindOf returns m's kind as the wire names it ("tool_request", ...), or ""
+// for a nil or foreign Message.
+func KindOf(m Message) string {
+	if m == nil {
+		return ""
+	}
+	tag, _, _ := messages.tagOf(reflect.TypeOf(m))
+	return tag
+}
+
+// IsPartial reports whether m is sent with final false.
+func IsPartial(m Message) bool {
+	for _, t := range partial {
+		if reflect.TypeOf(m) == t {
+			return true
+		}
+	}
+	return false
+}
+
+func checkFinal(e Envelope) error {
+	if e.Final == IsPartial(e.Msg) {
+		if e.Final {
+			return badMessage("a %s frame is never final", KindOf(e.Msg))
+		}
+		return badMessage("a %s frame must be final", KindOf(e.Msg))
+	}
+	return nil
+}
+
+// envelopeJSON is the envelope as it is on the wire.
+type envelopeJSON struct {
+	V     uint32  `json:"v"`
+	ID    uint64  `json:"id"`
+	Final bool    `json:"final"`
+	Msg   Message `json:"msg"`
+}
+
+// Encode returns e's canonical bytes, after checking every value in it.
+func Encode(e Envelope) ([]byte, error) {
+	if err := checkFinal(e); err != nil {
+		return nil, fmt.Errorf("wire: encode: %w", err)
+	}
+	return encodeTop(&envelopeJSON{V: Version, ID: e.ID, Final: e.Final, Msg: e.Msg})
+}
+
+// Decode parses one envelope strictly. Its errors have CodeOf BadVersion when
+// v is an integer other than Version, and BadMessage for anything else wrong.
+func Decode(payload []byte) (Envelope, error) {
+	var ej envelopeJSON
+	if err := decodeTop(payload, &ej); err != nil {
+		if verr := foreignVersion(payload); verr != nil {
+			return Envelope{}, verr
+		}
+		return Envelope{}, err
+	}
+	if ej.V != Version {
+		return Envelope{}, versionError(fmt.Sprint(ej.V))
+	}
+	e := Envelope{ID: ej.ID, Final: ej.Final, Msg: ej.Msg}
+	if err := checkFinal(e); err != nil {
+		return Envelope{}, err
+	}
+	return e, nil
+}
+
+func versionError(v string) error {
+	return WireError{Code: BadVersion, Detail: fmt.Sprintf("v %s is not supported", v)}
+}
+
+// foreignVersion looks for a top-level "v" holding an integer other than
+// Version in a payload that did not decode, so that a peer speaking another
+// version, whose envelope may differ in other ways too, learns why.
+func foreignVersion(payload []byte) error {
+	dec := jsontext.NewDecoder(bytes.NewReader(payload), jsonOptions)
+	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
+		return nil
+	}
+	for dec.PeekKind() == '"' {
+		name, err := readName(dec)
+		if err != nil {
+			return nil
+		}
+		if name != "v" {
+			if dec.SkipValue() != nil {
+				return nil
+			}
+			continue
+		}
+		raw, err := dec.ReadValue()
+		if err != nil || raw.Kind() != '0' || !isInteger(raw) || string(raw) == "1" {
+			return nil
+		}
+		return versionError(string(raw))
+	}
+	return nil
+}
+
+// isInteger reports whether a JSON number has no fraction and no exponent.
+func isInteger(num []byte) bool {
+	return !bytes.ContainsAny(num, ".eE")
+}
