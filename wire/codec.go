@@ -109,7 +109,7 @@ func decodeLeaf(dec *jsontext.Decoder, v reflect.Value) error {
 
 func refuseNull(dec *jsontext.Decoder, t reflect.Type) error {
 	if dec.PeekKind() == 'n' {
-		return badMessage("null at %s where a %s is required", dec.StackPointer(), typeWord(t))
+		return badMessage("null at %s where %s is required", pointerOrTop(dec), typeWord(t))
 	}
 	return nil
 }
@@ -196,7 +196,7 @@ func expectKind(dec *jsontext.Decoder, want jsontext.Kind, t reflect.Type) error
 		_, err := dec.ReadToken()
 		return err
 	default:
-		return badMessage("%s must be an %s", pointerOrTop(dec), typeWord(t))
+		return badMessage("%s must be %s", pointerOrTop(dec), typeWord(t))
 	}
 }
 
@@ -349,17 +349,46 @@ func pointerText(p jsontext.Pointer) string {
 
 func typeWord(t reflect.Type) string {
 	switch {
+	case reflect.PointerTo(t).Implements(textUnmarshalerType):
+		return "a string"
 	case t.Kind() == reflect.Slice:
-		return "array"
-	case t.Kind() == reflect.Struct && !reflect.PointerTo(t).Implements(textUnmarshalerType):
-		return "object"
+		return "an array"
+	case t.Kind() == reflect.Struct:
+		return "an object"
 	case t.Kind() == reflect.Interface:
-		return "object"
+		return "an object"
 	case t.Kind() == reflect.Bool:
-		return "boolean"
+		return "a boolean"
 	case t.Kind() >= reflect.Int && t.Kind() <= reflect.Uint64:
-		return "number"
+		return "a number"
 	default:
-		return "string"
+		return "a string"
 	}
+}
+
+// Marshal encodes v, a pointer to a struct of wire types, canonically. It is
+// for the small contracts between roles that travel outside frames (a tool
+// job on a sandbox's stdin, a state file), so that they follow the same
+// rules as the frames.
+func Marshal(v any) ([]byte, error) {
+	if err := checkPointer(v); err != nil {
+		return nil, err
+	}
+	return encodeTop(v)
+}
+
+// Unmarshal decodes data into v, a pointer, with the strictness of Decode:
+// every member required, none unknown, null only in pointers.
+func Unmarshal(data []byte, v any) error {
+	if err := checkPointer(v); err != nil {
+		return err
+	}
+	return decodeTop(data, v)
+}
+
+func checkPointer(v any) error {
+	if rv := reflect.ValueOf(v); rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return fmt.Errorf("wire: need a non-nil pointer, not %T", v)
+	}
+	return nil
 }

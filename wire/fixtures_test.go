@@ -116,16 +116,23 @@ type invalidCase struct {
 	Note   string `toml:"note"`
 }
 
+// loadInvalidCases reads every case table: the M1 cases.toml and the ones
+// later kinds added beside it (*_cases.toml).
 func loadInvalidCases(t *testing.T) []invalidCase {
-	var table struct {
-		Case []invalidCase `toml:"case"`
+	var all []invalidCase
+	for _, file := range globFixtures(t, "wire/invalid/*cases.toml") {
+		var table struct {
+			Case []invalidCase `toml:"case"`
+		}
+		data, _ := os.ReadFile(file)
+		dec := toml.NewDecoder(bytes.NewReader(data))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&table); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		all = append(all, table.Case...)
 	}
-	dec := toml.NewDecoder(bytes.NewReader(readFixture(t, "wire/invalid/cases.toml")))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&table); err != nil {
-		t.Fatal(err)
-	}
-	return table.Case
+	return all
 }
 
 // Every invalid frame gives the error its case names, and every file in the

@@ -23,7 +23,8 @@ type Envelope struct {
 }
 
 // Message is one of the kinds a frame can carry: ToolRequest, the
-// ToolResponse variants, or WireError. The set is closed.
+// ToolResponse variants, WireError, and the kinds of broker.go. The set is
+// closed: the table below lists it.
 type Message interface{ isMessage() }
 
 // ToolRequest asks brokerd to run one tool call for a session.
@@ -85,6 +86,18 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"tool_request", ToolRequest{}},
 	variant{"tool_response", (*ToolResponse)(nil)},
 	variant{"error", WireError{}},
+	variant{"tool_list", ToolList{}},
+	variant{"tool_list_result", ToolListResult{}},
+	variant{"approval_list", ApprovalList{}},
+	variant{"approval_list_result", ApprovalListResult{}},
+	variant{"approval_answer", ApprovalAnswer{}},
+	variant{"approval_answer_result", ApprovalAnswerResult{}},
+	variant{"session_state", SessionState{}},
+	variant{"session_state_result", SessionStateResult{}},
+	variant{"approval_request", ApprovalRequest{}},
+	variant{"approval_decision", ApprovalDecision{}},
+	variant{"egress_open", EgressOpen{}},
+	variant{"egress_ready", EgressReady{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",

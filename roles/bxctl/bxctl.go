@@ -14,6 +14,8 @@ func Command() *cli.Command {
 // Commands builds bxctl's command tree afresh.
 func Commands() []*cli.Command {
 	return []*cli.Command{
+		auditCommand(),
+		grantsCommand(),
 		wireCommand(),
 	}
 }

@@ -1,0 +1,232 @@
+package audit
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"boxmaker/wire"
+)
+
+// chainHead is the last entry the chain accepted; the zero value is the
+// state before the first record ever.
+type chainHead struct {
+	seq  uint64
+	hash wire.Hash32
+	time wire.Timestamp
+}
+
+// tornRun is a run of lines that do not parse, waiting for the recovery
+// record that must follow it. Usually it is one torn line; it is longer when
+// the writer crashed again while writing that recovery record, and then the
+// next recovery record describes all of it, inner newlines included.
+type tornRun struct {
+	open  bool
+	start position
+	why   error // why the run's first line does not parse
+	lines int
+	n     uint64    // bytes, without a newline after the last line
+	h     hash.Hash // over the same bytes
+}
+
+// chainScan reads a log line by line and checks the chain. Verify uses it
+// strictly; Open uses it in repair mode, where a torn run or a missing
+// newline at the very end of the log is returned for repair, not an error.
+type chainScan struct {
+	repair    bool
+	head      chainHead
+	records   uint64
+	files     int
+	torn      int      // lines accepted as torn
+	run       tornRun  // open at the end only in repair mode
+	noNewline bool     // the log's last line has no newline (repair mode)
+	lastFile  *dayFile // the newest day file, if any
+	rd        *bufio.Reader
+}
+
+// scanDir checks every day file of dir in date order.
+func scanDir(dir string, repair bool) (*chainScan, error) {
+	files, err := listDayFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &chainScan{repair: repair, rd: bufio.NewReaderSize(nil, MaxLine+1)}
+	for i, f := range files {
+		if err := s.file(dir, f, i == len(files)-1); err != nil {
+			return nil, err
+		}
+	}
+	if len(files) > 0 {
+		s.lastFile = &files[len(files)-1]
+	}
+	if s.run.open && !repair {
+		return nil, s.runFailure(errors.New("no recovery record follows it"))
+	}
+	return s, nil
+}
+
+// file checks one day file, one line at a time; last says whether it is the
+// newest. Memory stays at one buffer of MaxLine, whatever the file's size.
+func (s *chainScan) file(dir string, f dayFile, last bool) error {
+	fh, err := os.Open(filepath.Join(dir, f.name))
+	if err != nil {
+		return fmt.Errorf("audit: %w", err)
+	}
+	defer fh.Close()
+	s.files++
+	s.rd.Reset(fh)
+	for n := 1; ; n++ {
+		pos := position{f.name, n}
+		b, err := s.rd.ReadSlice('\n')
+		switch {
+		case err == nil:
+			if err := s.line(pos, f.day, b[:len(b)-1]); err != nil {
+				return err
+			}
+		case err == io.EOF && len(b) == 0:
+			return nil
+		case err == io.EOF:
+			return s.lastLine(pos, f.day, b, last)
+		case errors.Is(err, bufio.ErrBufferFull):
+			return s.fail(pos.errorf("line is longer than %d bytes", MaxLine))
+		default:
+			return fmt.Errorf("audit: %s: %w", f.name, err)
+		}
+	}
+}
+
+// lastLine handles a file's final line when it has no newline: a torn write,
+// or one still in progress. That is an error, except at the log's very end
+// when the writer is opening the log to repair it.
+func (s *chainScan) lastLine(pos position, day int64, b []byte, last bool) error {
+	if err := s.line(pos, day, b); err != nil {
+		return err
+	}
+	if s.repair && last {
+		s.noNewline = true
+		return nil
+	}
+	if !last {
+		return s.fail(pos.errorf("no newline at the end of the file, yet a later file follows"))
+	}
+	if s.run.open {
+		return s.runFailure(errors.New("no recovery record follows it before the file ends without a newline " + tornHint))
+	}
+	return pos.errorf("no newline at the end %s", tornHint)
+}
+
+const tornHint = "(a torn write, or one still in progress; the writer recovers a torn line when it next opens the log)"
+
+// line checks one line, given without its newline.
+func (s *chainScan) line(pos position, day int64, b []byte) error {
+	e, perr := parseEntry(b)
+	if s.run.open {
+		return s.inRun(pos, day, b, e, perr)
+	}
+	if perr != nil {
+		s.startRun(pos, b, perr)
+		return nil
+	}
+	if e.recovery {
+		return pos.errorf("a recovery record, but no torn line comes before it")
+	}
+	if err := s.check(e, day); err != nil {
+		return &VerifyError{File: pos.file, Line: pos.line, Err: err}
+	}
+	s.commit(e, sha256.Sum256(b))
+	return nil
+}
+
+// inRun handles a line that follows a torn line: it is another line that
+// does not parse, or the recovery record that describes the run.
+func (s *chainScan) inRun(pos position, day int64, b []byte, e entry, perr error) error {
+	if perr != nil {
+		s.extendRun(b)
+		return nil
+	}
+	if !e.recovery {
+		return s.runFailure(fmt.Errorf("line %d of %s follows it but is not a recovery record", pos.line, pos.file))
+	}
+	if n, sum := s.run.n, s.runSum(); e.torn.TornBytes != n || e.torn.TornSHA256 != sum {
+		return s.runFailure(fmt.Errorf("the recovery record at line %d of %s describes %d bytes with SHA-256 %s, not these %d bytes with SHA-256 %s",
+			pos.line, pos.file, e.torn.TornBytes, e.torn.TornSHA256, n, sum))
+	}
+	if err := s.check(e, day); err != nil {
+		return pos.errorf("recovery record: %w", err)
+	}
+	s.commit(e, sha256.Sum256(b))
+	s.torn += s.run.lines
+	s.run.open = false
+	return nil
+}
+
+// check tests e against the chain so far and the day of the file it is in.
+func (s *chainScan) check(e entry, day int64) error {
+	switch {
+	case e.seq != s.head.seq+1:
+		return fmt.Errorf("seq %d, want %d", e.seq, s.head.seq+1)
+	case e.prev != s.head.hash && s.head.seq == 0:
+		return fmt.Errorf("prev %s, but the first record's prev is 64 zeros", e.prev)
+	case e.prev != s.head.hash:
+		return fmt.Errorf("prev %s is not %s, the hash of the record before it", e.prev, s.head.hash)
+	case e.time < s.head.time:
+		return fmt.Errorf("time %s is before the previous record's %s", e.time, s.head.time)
+	case dayOf(e.time) != day:
+		return fmt.Errorf("time %s is not on the date the file is named for", e.time)
+	}
+	return nil
+}
+
+func (s *chainScan) commit(e entry, sum [32]byte) {
+	s.head = chainHead{seq: e.seq, hash: sum, time: e.time}
+	s.records++
+}
+
+func (s *chainScan) startRun(pos position, b []byte, why error) {
+	if s.run.h == nil {
+		s.run.h = sha256.New()
+	}
+	s.run.h.Reset()
+	s.run.h.Write(b)
+	s.run.open, s.run.start, s.run.why = true, pos, why
+	s.run.lines, s.run.n = 1, uint64(len(b))
+}
+
+func (s *chainScan) extendRun(b []byte) {
+	s.run.h.Write([]byte{'\n'})
+	s.run.h.Write(b)
+	s.run.lines++
+	s.run.n += 1 + uint64(len(b))
+}
+
+func (s *chainScan) runSum() (sum wire.Hash32) {
+	s.run.h.Sum(sum[:0])
+	return sum
+}
+
+// runFailure reports an open run as the first bad line: its first line does
+// not parse and nothing describes it.
+func (s *chainScan) runFailure(reason error) *VerifyError {
+	more := ""
+	switch s.run.lines {
+	case 1:
+	case 2:
+		more = " (nor does the line after it)"
+	default:
+		more = fmt.Sprintf(" (nor do the %d lines after it)", s.run.lines-1)
+	}
+	return s.run.start.errorf("does not parse (%w)%s, and %w", s.run.why, more, reason)
+}
+
+// fail reports err, or the open run if there is one, since it began earlier.
+func (s *chainScan) fail(err *VerifyError) error {
+	if s.run.open {
+		return s.runFailure(fmt.Errorf("then line %d of %s: %w", err.Line, err.File, err.Err))
+	}
+	return err
+}

@@ -1,0 +1,143 @@
+package audit
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"time"
+
+	"boxmaker/wire"
+)
+
+// Writer appends decisions to the audit log in one directory. It is safe for
+// concurrent use, and it is the only code that writes the log: one Writer per
+// directory, held by an flock on the directory's .lock file.
+type Writer struct {
+	dir   string
+	clock func() time.Time
+	fs    fileSystem
+	lock  *os.File
+
+	mu      sync.Mutex
+	wake    sync.Cond // broadcast when a batch ends or the writer closes
+	queue   []*request
+	leading bool  // a goroutine is writing a batch, without mu held
+	err     error // sticky: set once, the answer to every later append
+	closed  bool
+	durable Head // the newest record known to be on disk
+
+	// The tail of the chain and the open files belong to whichever goroutine
+	// is leading (or to Open, before the Writer is shared); see lead.
+	head  chainHead
+	floor wire.Timestamp // no record's time goes before this
+	dirf  file
+	cur   file  // the day file being appended to; nil before the first
+	day   int64 // cur's day
+	buf   []byte
+}
+
+// request is one entry waiting for a batch: a record, or at Open the
+// recovery record for a torn tail.
+type request struct {
+	rec      wire.AuditRecord
+	recovery *wire.Recovery
+	done     bool
+	err      error
+}
+
+// Option changes how Open sets up a Writer.
+type Option func(*Writer)
+
+// WithClock makes the Writer take each record's time from now instead of
+// time.Now. Times are kept from ever going backwards, whatever now says, so
+// that the day files stay in chain order.
+func WithClock(now func() time.Time) Option {
+	return func(w *Writer) { w.clock = now }
+}
+
+// withFileSystem replaces the files the Writer writes through, for tests
+// that make writes and fsyncs fail.
+func withFileSystem(fs fileSystem) Option {
+	return func(w *Writer) { w.fs = fs }
+}
+
+// Open takes the writer lock on dir, an existing directory, and makes the log
+// there ready for appending: it verifies the whole chain, refusing a log that
+// does not verify, and recovers a torn last write (see recover.go). A second
+// Open of the same directory fails with ErrLocked while the first is open.
+func Open(dir string, opts ...Option) (*Writer, error) {
+	w := &Writer{dir: dir, clock: time.Now, fs: osFS{}}
+	for _, o := range opts {
+		o(w)
+	}
+	w.wake.L = &w.mu
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	w.lock = lock
+	if err := w.resume(); err != nil {
+		return nil, errors.Join(err, w.closeFiles())
+	}
+	return w, nil
+}
+
+// Append stores one decision and returns it as stored, with the seq, time and
+// prev the Writer gave it (rec's own must be zero). It returns only once the
+// record is on disk: the decision may take effect then, and not before. An
+// error means the record must be treated as not written.
+func (w *Writer) Append(rec wire.AuditRecord) (wire.AuditRecord, error) {
+	if rec.Seq != 0 || rec.Time != 0 || rec.Prev != (wire.Hash32{}) {
+		return wire.AuditRecord{}, errors.New("audit: Append gives seq, time and prev; pass them as zero")
+	}
+	req := &request{rec: rec}
+	if err := w.await(req); err != nil {
+		return wire.AuditRecord{}, err
+	}
+	return req.rec, nil
+}
+
+// Head returns the seq and hash of the newest record on disk.
+func (w *Writer) Head() Head {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.durable
+}
+
+// Close waits for the batch being written, then closes the files and
+// releases the lock. Appends queued behind that batch, and any later ones,
+// fail with ErrClosed (or with ErrFailed, if the Writer had failed).
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	for w.leading {
+		w.wake.Wait()
+	}
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	if w.err == nil {
+		w.err = ErrClosed
+	}
+	w.wake.Broadcast()
+	w.mu.Unlock()
+	return w.closeFiles()
+}
+
+func (w *Writer) closeFiles() error {
+	var errs []error
+	for _, f := range []file{w.cur, w.dirf} {
+		if f != nil {
+			errs = append(errs, f.Close())
+		}
+	}
+	if w.lock != nil {
+		errs = append(errs, w.lock.Close()) // releases the flock
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("audit: close: %w", err)
+	}
+	return nil
+}

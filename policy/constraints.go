@@ -1,0 +1,79 @@
+package policy
+
+import (
+	"fmt"
+
+	"boxmaker/wire"
+)
+
+// matcher decides whether a call's constrained argument satisfies a grant,
+// and says why in a sentence.
+type matcher interface {
+	match(s *subject) (bool, string)
+}
+
+var dimensionKeys = []string{"paths", "hosts", "patterns"}
+
+// compileConstraints checks c against tool's dimension and builds its
+// matcher: a list for a dimension the tool lacks is an error, and so is an
+// empty (or absent) list for the one it has, which would match nothing.
+func compileConstraints(tool wire.Tool, c Constraints) (matcher, []problem) {
+	lists := map[string][]string{"paths": c.Paths, "hosts": c.Hosts, "patterns": c.Patterns}
+	want := tool.Dimension.Key()
+	var probs []problem
+	for _, key := range dimensionKeys {
+		if key != want && lists[key] != nil {
+			probs = append(probs, problem{"constraints." + key, fmt.Sprintf("%s takes no %s constraint", tool.Name, key)})
+		}
+	}
+	if want == "" {
+		return anyMatcher{}, probs
+	}
+	if len(lists[want]) == 0 {
+		text := fmt.Sprintf("%s needs a %s constraint; an empty list matches nothing", tool.Name, want)
+		return nil, append(probs, problem{"constraints." + want, text})
+	}
+	m, errs := compileDimension(tool, lists[want])
+	for _, err := range errs {
+		probs = append(probs, problem{"constraints." + want, err.Error()})
+	}
+	return m, probs
+}
+
+func compileDimension(tool wire.Tool, entries []string) (matcher, []error) {
+	var errs []error
+	switch tool.Dimension {
+	case wire.HostsDimension:
+		var m hostsMatcher
+		for _, s := range entries {
+			e, err := parseHostEntry(s)
+			errs = appendErr(errs, err)
+			m = append(m, e)
+		}
+		return m, errs
+	case wire.AbsolutePathsDimension, wire.MemoryPathsDimension:
+		m := pathsMatcher{dim: tool.Dimension}
+		for _, s := range entries {
+			e, err := parsePathEntry(tool, s)
+			errs = appendErr(errs, err)
+			m.entries = append(m.entries, e)
+		}
+		return m, errs
+	case wire.PatternsDimension:
+		m := patternsMatcher{raw: entries}
+		for i, s := range entries {
+			re, err := compilePattern(i+1, s)
+			errs = appendErr(errs, err)
+			m.res = append(m.res, re)
+		}
+		return m, errs
+	}
+	return nil, []error{fmt.Errorf("%s has a dimension policy does not know", tool.Name)}
+}
+
+func appendErr(errs []error, err error) []error {
+	if err != nil {
+		return append(errs, err)
+	}
+	return errs
+}

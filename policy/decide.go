@@ -1,0 +1,155 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+
+	"boxmaker/wire"
+)
+
+// Request is one tool call as brokerd sees it: the tool and the model's
+// arguments, unparsed, the session's taint (from brokerd's own Session,
+// never from loopd) and the time of the decision.
+type Request struct {
+	Tool      string
+	Arguments string
+	Taint     wire.DataClass
+	Now       wire.Timestamp
+}
+
+// Decide applies the five steps of DESIGN.md section 5 to req over grants:
+//
+//  1. The candidates are the grants for the tool whose constraints match the
+//     parsed arguments; arguments that do not parse match none. None:
+//     denied no_grant.
+//  2. An unexpired deny candidate wins: denied denied_by_grant (the lowest id).
+//  3. Expired candidates are dropped (a grant expires at its expiry: expires
+//     <= now). None left: denied grant_expired (the lowest expired id).
+//  4. Candidates with max_taint below the session taint are dropped. None
+//     left: denied taint_too_high, naming the grant step 5 would have chosen.
+//  5. auto before ask, then the lowest id: Allowed or AwaitsApproval.
+//
+// grants may be in any order. The error is only for an invalid taint.
+func Decide(grants []Grant, req Request) (Decision, error) {
+	if !req.Taint.Valid() {
+		return Decision{}, fmt.Errorf("policy: session taint %v is not a data class", req.Taint)
+	}
+	d := Decision{tool: req.Tool, arguments: req.Arguments, taint: req.Taint, at: req.Now}
+	candidates := d.candidates(grants)
+	if len(candidates) == 0 {
+		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil
+	}
+	for _, g := range candidates {
+		if g.mode == Deny && !g.ExpiredAt(req.Now) {
+			return d.deny(wire.DeniedByGrant, g, 2, "an unexpired deny grant matches; it wins"), nil
+		}
+	}
+	d.note(2, "", "no unexpired deny grant matches")
+	live, expired := d.dropExpired(candidates)
+	if len(live) == 0 {
+		return d.deny(wire.GrantExpired, expired[0], 3, "every candidate has expired; this is the lowest id"), nil
+	}
+	fit := d.dropTainted(live)
+	if len(fit) == 0 {
+		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant"), nil
+	}
+	return d.choose(fit), nil
+}
+
+// candidates is step 1: the grants for the tool whose constraints match,
+// sorted by id.
+func (d *Decision) candidates(grants []Grant) []Grant {
+	tool, ok := wire.ToolByName(d.tool)
+	if !ok {
+		d.note(1, "", fmt.Sprintf("no tool named %s", nameText(d.tool)))
+		return nil
+	}
+	args, err := tool.DecodeArgs(d.arguments)
+	if err != nil {
+		d.note(1, "", clip(err.Error())+"; arguments that do not parse match no grant")
+		return nil
+	}
+	d.args = args
+	subject := newSubject(args.Subject())
+	var candidates []Grant
+	for _, g := range sortedForTool(grants, tool.Name) {
+		matched, why := g.matcher.match(subject)
+		if matched {
+			candidates = append(candidates, g)
+			d.note(1, g.id, "candidate: "+why)
+		} else {
+			d.note(1, g.id, "not a candidate: "+why)
+		}
+	}
+	return candidates
+}
+
+func sortedForTool(grants []Grant, tool string) []Grant {
+	var mine []Grant
+	for _, g := range grants {
+		if !g.IsZero() && g.tool.Name == tool {
+			mine = append(mine, g)
+		}
+	}
+	sortByID(mine)
+	return mine
+}
+
+// dropExpired is step 3.
+func (d *Decision) dropExpired(candidates []Grant) (live, expired []Grant) {
+	for _, g := range candidates {
+		if g.ExpiredAt(d.at) {
+			expired = append(expired, g)
+			d.note(3, g.id, fmt.Sprintf("dropped: expired at %s (now %s)", g.expires, d.at))
+		} else {
+			live = append(live, g)
+		}
+	}
+	return live, expired
+}
+
+// dropTainted is step 4.
+func (d *Decision) dropTainted(live []Grant) []Grant {
+	var fit []Grant
+	for _, g := range live {
+		if g.maxTaint < d.taint {
+			d.note(4, g.id, fmt.Sprintf("dropped: max_taint %s is below the session taint %s", g.maxTaint, d.taint))
+		} else {
+			fit = append(fit, g)
+		}
+	}
+	return fit
+}
+
+// choose picks from grants sorted by id: the first auto grant, else the
+// first (ask) grant.
+func choose(grants []Grant) Grant {
+	if i := slices.IndexFunc(grants, func(g Grant) bool { return g.mode == Auto }); i >= 0 {
+		return grants[i]
+	}
+	return grants[0]
+}
+
+// choose is step 5.
+func (d Decision) choose(fit []Grant) Decision {
+	g := choose(fit)
+	d.grant = g
+	if g.mode == Auto {
+		d.outcome = Allowed
+		d.note(5, g.id, "chosen: auto, the lowest id among auto candidates; runs now")
+	} else {
+		d.outcome = AwaitsApproval
+		d.note(5, g.id, "chosen: ask, the lowest id (no auto candidate is left); waits for approval")
+	}
+	return d
+}
+
+func (d Decision) deny(reason wire.DenyReason, g Grant, step int, why string) Decision {
+	d.outcome, d.reason, d.grant = Denied, reason, g
+	d.note(step, g.id, fmt.Sprintf("denied %s: %s", reason, why))
+	return d
+}
+
+func (d *Decision) note(step int, grant, text string) {
+	d.steps = append(d.steps, Step{Number: step, Grant: grant, Text: text})
+}

@@ -1,0 +1,108 @@
+package policy
+
+import (
+	"fmt"
+	"slices"
+
+	"boxmaker/wire"
+)
+
+// Mode says what a matching grant does with a call.
+type Mode uint8
+
+const (
+	Auto Mode = iota + 1 // run now
+	Ask                  // run once the owner approves
+	Deny                 // refuse, whatever else matches
+)
+
+var modeNames = [...]string{Auto: "auto", Ask: "ask", Deny: "deny"}
+
+// ParseMode accepts "auto", "ask" or "deny", lowercase.
+func ParseMode(s string) (Mode, error) {
+	for m := Auto; m <= Deny; m++ {
+		if modeNames[m] == s {
+			return m, nil
+		}
+	}
+	return 0, fmt.Errorf("mode must be auto, ask or deny, not %q", s)
+}
+
+func (m Mode) String() string {
+	if m < Auto || m > Deny {
+		return fmt.Sprintf("Mode(%d)", uint8(m))
+	}
+	return modeNames[m]
+}
+
+// Constraints are a grant's [constraints] table as the owner wrote it.
+type Constraints struct {
+	Paths    []string
+	Hosts    []string
+	Patterns []string
+}
+
+// Grant is one grant file, parsed and checked. Only ParseGrant, LoadFile and
+// LoadDir make one; the zero Grant belongs to no tool and matches nothing.
+type Grant struct {
+	id          string
+	tool        wire.Tool
+	mode        Mode
+	maxTaint    wire.DataClass
+	resultClass wire.DataClass
+	untrusted   bool
+	expires     wire.Timestamp
+	hasExpiry   bool
+	secret      string
+	constraints Constraints
+	matcher     matcher
+}
+
+// ID is the grant file's stem.
+func (g Grant) ID() string { return g.id }
+
+// Tool is the name of the tool the grant is for.
+func (g Grant) Tool() string { return g.tool.Name }
+
+func (g Grant) Mode() Mode                  { return g.mode }
+func (g Grant) MaxTaint() wire.DataClass    { return g.maxTaint }
+func (g Grant) ResultClass() wire.DataClass { return g.resultClass }
+func (g Grant) Untrusted() bool             { return g.untrusted }
+
+// Expires returns the grant's expiry, if it has one.
+func (g Grant) Expires() (wire.Timestamp, bool) { return g.expires, g.hasExpiry }
+
+// Secret returns the name of the secret the grant injects, if any.
+func (g Grant) Secret() (string, bool) { return g.secret, g.secret != "" }
+
+// Constraints returns a copy of the grant's constraints as written.
+func (g Grant) Constraints() Constraints {
+	return Constraints{
+		Paths:    slices.Clone(g.constraints.Paths),
+		Hosts:    slices.Clone(g.constraints.Hosts),
+		Patterns: slices.Clone(g.constraints.Patterns),
+	}
+}
+
+// IsZero reports whether g is the zero Grant, which no parser returns.
+func (g Grant) IsZero() bool { return g.matcher == nil }
+
+// ExpiredAt reports whether g has expired at now. A grant whose expiry
+// equals now has expired: the instant written is the first one it no
+// longer covers.
+func (g Grant) ExpiredAt(now wire.Timestamp) bool { return g.hasExpiry && g.expires <= now }
+
+// Covers reports whether args, already decoded for g's tool, satisfy g's
+// constraints, and says why in a sentence for `grants explain`.
+func (g Grant) Covers(args wire.ToolArgs) (bool, string) {
+	if g.IsZero() {
+		return false, "the zero Grant matches nothing"
+	}
+	if args == nil {
+		return false, "no arguments"
+	}
+	if args.ToolName() != g.tool.Name {
+		return false, fmt.Sprintf("arguments are for %s, not %s", args.ToolName(), g.tool.Name)
+	}
+	return g.matcher.match(newSubject(args.Subject()))
+}

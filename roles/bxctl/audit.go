@@ -1,0 +1,92 @@
+package bxctl
+
+import (
+	"context"
+	"fmt"
+
+	"boxmaker/audit"
+
+	"github.com/urfave/cli/v3"
+)
+
+func auditCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "audit",
+		Usage: "check and read the hash-chained audit log",
+		Commands: []*cli.Command{{
+			Name:      "verify",
+			Usage:     "check every record's chain, seq and strict form; exit 1 naming the first bad file and line",
+			ArgsUsage: "[DIR]",
+			Flags:     homeFlags(),
+			Action:    verifyAudit,
+		}, {
+			Name:      "head",
+			Usage:     "print the newest record's seq and hash, to keep a copy of the chain head elsewhere",
+			ArgsUsage: "[DIR]",
+			Flags:     homeFlags(),
+			Action:    auditHead,
+		}, {
+			Name:      "tail",
+			Usage:     "print the last records",
+			ArgsUsage: "[DIR]",
+			Flags: append(homeFlags(), &cli.IntFlag{
+				Name: "n", Value: 10, Usage: "how many records",
+			}),
+			Action: auditTail,
+		}},
+	}
+}
+
+// auditDir is the DIR argument, else the home's audit/.
+func auditDir(cmd *cli.Command) (string, error) {
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return "", err
+	}
+	return dirArg(cmd, paths.Join("audit"))
+}
+
+func verifyAudit(_ context.Context, cmd *cli.Command) error {
+	dir, err := auditDir(cmd)
+	if err != nil {
+		return err
+	}
+	res, err := audit.Verify(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.Root().Writer, res)
+	return nil
+}
+
+func auditHead(_ context.Context, cmd *cli.Command) error {
+	dir, err := auditDir(cmd)
+	if err != nil {
+		return err
+	}
+	head, err := audit.ReadHead(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(cmd.Root().Writer, head)
+	return nil
+}
+
+func auditTail(_ context.Context, cmd *cli.Command) error {
+	n := cmd.Int("n")
+	if n < 1 {
+		return usagef("audit tail: -n must be at least 1")
+	}
+	dir, err := auditDir(cmd)
+	if err != nil {
+		return err
+	}
+	lines, err := audit.Tail(dir, n)
+	if err != nil {
+		return err
+	}
+	for _, l := range lines {
+		fmt.Fprintln(cmd.Root().Writer, l)
+	}
+	return nil
+}

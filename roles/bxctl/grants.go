@@ -1,0 +1,178 @@
+package bxctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/wire"
+
+	"github.com/urfave/cli/v3"
+)
+
+func grantsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "grants",
+		Usage: "check the owner's grant files, and explain what they decide",
+		Commands: []*cli.Command{{
+			Name:      "check",
+			Usage:     "report every error of every grant file, then list the valid grants",
+			ArgsUsage: "[DIR]",
+			Flags:     homeFlags(),
+			Action:    checkGrants,
+		}, {
+			Name:      "explain",
+			Usage:     "print the decision brokerd would make for one call, and why",
+			ArgsUsage: "TOOL ARGUMENTS",
+			Flags: append(homeFlags(),
+				&cli.StringFlag{Name: "grants", Usage: "the grants directory (default: the configured one)"},
+				&cli.StringFlag{Name: "taint", Value: "private", Usage: "the session's taint: public, private or secret"},
+				&cli.StringFlag{Name: "at", Usage: "decide at this time, YYYY-MM-DDTHH:MM:SS.mmmZ or RFC 3339 (default: now)"},
+			),
+			Action: explainGrant,
+		}},
+	}
+}
+
+func checkGrants(_ context.Context, cmd *cli.Command) error {
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return err
+	}
+	dir, err := dirArg(cmd, paths.Grants)
+	if err != nil {
+		return err
+	}
+	grants, bad, err := policy.LoadDir(dir)
+	if err != nil {
+		return err
+	}
+	out := cmd.Root().Writer
+	for _, e := range bad {
+		fmt.Fprintln(out, e)
+	}
+	if len(bad) > 0 {
+		fmt.Fprintln(out)
+	}
+	writeGrantTable(out, grants)
+	if len(bad) > 0 {
+		return fmt.Errorf("grants check: %d of %d files are invalid", len(bad), len(bad)+len(grants))
+	}
+	return nil
+}
+
+func writeGrantTable(out io.Writer, grants []policy.Grant) {
+	if len(grants) == 0 {
+		fmt.Fprintln(out, "no valid grants")
+		return
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tTOOL\tMODE\tMAX_TAINT\tRESULT_CLASS\tUNTRUSTED\tEXPIRES\tCONSTRAINTS")
+	for _, g := range grants {
+		expires := "never"
+		if ts, ok := g.Expires(); ok {
+			expires = ts.String()
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
+			g.ResultClass(), g.Untrusted(), expires, constraintText(g.Constraints()))
+	}
+	tw.Flush()
+}
+
+func constraintText(c policy.Constraints) string {
+	var parts []string
+	for _, dim := range []struct {
+		name   string
+		values []string
+	}{{"hosts", c.Hosts}, {"paths", c.Paths}, {"patterns", c.Patterns}} {
+		if len(dim.values) > 0 {
+			parts = append(parts, fmt.Sprintf("%s=%q", dim.name, dim.values))
+		}
+	}
+	if len(parts) == 0 {
+		return "-"
+	}
+	return strings.Join(parts, " ")
+}
+
+func explainGrant(_ context.Context, cmd *cli.Command) error {
+	if cmd.Args().Len() != 2 {
+		return usagef("grants explain takes TOOL and ARGUMENTS (a JSON object), e.g. http_fetch '{\"url\":\"https://example.org/\"}'")
+	}
+	req, err := explainRequest(cmd)
+	if err != nil {
+		return err
+	}
+	dir := cmd.String("grants")
+	if dir == "" {
+		paths, err := pathsOf(cmd)
+		if err != nil {
+			return err
+		}
+		dir = paths.Grants
+	}
+	grants, bad, err := policy.LoadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range bad {
+		fmt.Fprintf(cmd.Root().ErrWriter, "ignored, as brokerd would: %v\n", e)
+	}
+	d, err := policy.Decide(grants, req)
+	if err != nil {
+		return err
+	}
+	writeExplanation(cmd.Root().Writer, d)
+	return nil
+}
+
+func explainRequest(cmd *cli.Command) (policy.Request, error) {
+	taint, err := wire.ParseDataClass(cmd.String("taint"))
+	if err != nil {
+		return policy.Request{}, usagef("--taint: %v", err)
+	}
+	now, err := parseAt(cmd.String("at"))
+	if err != nil {
+		return policy.Request{}, usagef("--at: %v", err)
+	}
+	return policy.Request{Tool: cmd.Args().Get(0), Arguments: cmd.Args().Get(1), Taint: taint, Now: now}, nil
+}
+
+// parseAt reads --at: the wire's own form, or any RFC 3339 time.
+func parseAt(s string) (wire.Timestamp, error) {
+	if s == "" {
+		return wire.TimestampOf(time.Now())
+	}
+	if ts, err := wire.ParseTimestamp(s); err == nil {
+		return ts, nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0, errors.New("give a time such as 2026-09-17T08:05:00.000Z")
+	}
+	return wire.TimestampOf(t)
+}
+
+func writeExplanation(out io.Writer, d policy.Decision) {
+	for _, s := range d.Explain() {
+		fmt.Fprintln(out, s)
+	}
+	g, hasGrant := d.Grant()
+	switch d.Outcome() {
+	case policy.Denied:
+		if hasGrant {
+			fmt.Fprintf(out, "decision: denied %s (grant %s)\n", d.Reason(), g.ID())
+		} else {
+			fmt.Fprintf(out, "decision: denied %s\n", d.Reason())
+		}
+	case policy.Allowed:
+		fmt.Fprintf(out, "decision: auto: runs now under grant %s (results %s, untrusted %t)\n", g.ID(), g.ResultClass(), g.Untrusted())
+	case policy.AwaitsApproval:
+		fmt.Fprintf(out, "decision: ask: waits for the owner's approval under grant %s (results %s, untrusted %t)\n", g.ID(), g.ResultClass(), g.Untrusted())
+	}
+}

@@ -1,0 +1,148 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// Config is config.toml. Every table and key is optional; Load fills the
+// defaults for what is absent.
+type Config struct {
+	Infer   Infer   `toml:"infer"`
+	Broker  Broker  `toml:"broker"`
+	Sandbox Sandbox `toml:"sandbox"`
+	Egress  Egress  `toml:"egress"`
+	Consult Consult `toml:"consult"`
+}
+
+// Infer is inferproxy's upstream: the one key without a default.
+type Infer struct {
+	Upstream string `toml:"upstream"` // http://host:port; $BOXMAKER_UPSTREAM wins
+}
+
+// Broker is brokerd's own behaviour.
+type Broker struct {
+	ApprovalTimeout Duration `toml:"approval_timeout"` // how long an approval waits
+	ResultMaxBytes  int      `toml:"result_max_bytes"` // results are cut here, on a UTF-8 boundary
+}
+
+// Sandbox bounds every tool run.
+type Sandbox struct {
+	Bwrap       string   `toml:"bwrap"` // the bubblewrap binary
+	CPUSeconds  int      `toml:"cpu_seconds"`
+	MemoryMB    int      `toml:"memory_mb"`
+	WallTime    Duration `toml:"wall_time"`
+	OutputBytes int      `toml:"output_bytes"`
+	Processes   int      `toml:"processes"`
+}
+
+// Egress bounds every request egressd makes for a tool.
+type Egress struct {
+	MaxBytes     int      `toml:"max_bytes"`
+	Timeout      Duration `toml:"timeout"`
+	MaxRedirects int      `toml:"max_redirects"`
+}
+
+// Consult is the hosted model the consult tool asks.
+type Consult struct {
+	URL   string `toml:"url"`   // an OpenAI-compatible chat completions endpoint
+	Model string `toml:"model"` // sent as "model"
+}
+
+// Defaults returns the configuration used for every absent key.
+func Defaults() Config {
+	return Config{
+		Broker:  Broker{ApprovalTimeout: Duration(10 * time.Minute), ResultMaxBytes: 64 << 10},
+		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Duration(30 * time.Second), OutputBytes: 1 << 20, Processes: 64},
+		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Duration(20 * time.Second), MaxRedirects: 5},
+	}
+}
+
+// Load reads path over the defaults. A missing file gives the defaults; a
+// file that does not parse, or has an unknown key or a bad value, is an
+// error naming the file, the line where known, and the key.
+func Load(path string) (Config, error) {
+	cfg := Defaults()
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cfg, cfg.finish()
+	}
+	if err != nil {
+		return cfg, err
+	}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&cfg); err != nil {
+		return cfg, fmt.Errorf("%s: %s", path, describe(err))
+	}
+	if err := cfg.finish(); err != nil {
+		return cfg, fmt.Errorf("%s: %w", path, err)
+	}
+	return cfg, nil
+}
+
+// finish applies the environment and checks the values.
+func (c *Config) finish() error {
+	if up := os.Getenv("BOXMAKER_UPSTREAM"); up != "" {
+		c.Infer.Upstream = up
+	}
+	for _, check := range []struct {
+		ok  bool
+		msg string
+	}{
+		{c.Broker.ApprovalTimeout > 0, "broker.approval_timeout must be positive"},
+		{c.Broker.ResultMaxBytes > 0, "broker.result_max_bytes must be positive"},
+		{strings.HasPrefix(c.Sandbox.Bwrap, "/"), "sandbox.bwrap must be an absolute path"},
+		{c.Sandbox.CPUSeconds > 0 && c.Sandbox.MemoryMB > 0 && c.Sandbox.WallTime > 0 &&
+			c.Sandbox.OutputBytes > 0 && c.Sandbox.Processes > 0, "sandbox limits must be positive"},
+		{c.Egress.MaxBytes > 0 && c.Egress.Timeout > 0 && c.Egress.MaxRedirects >= 0, "egress limits must be positive"},
+	} {
+		if !check.ok {
+			return errors.New(check.msg)
+		}
+	}
+	return nil
+}
+
+// describe turns go-toml's errors into "line N: reason".
+func describe(err error) string {
+	var missing *toml.StrictMissingError
+	if errors.As(err, &missing) {
+		var parts []string
+		for _, e := range missing.Errors {
+			row, _ := e.Position()
+			parts = append(parts, fmt.Sprintf("line %d: unknown key %s", row, strings.Join(e.Key(), ".")))
+		}
+		return strings.Join(parts, "; ")
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		return fmt.Sprintf("line %d: %s", row, de.Error())
+	}
+	return err.Error()
+}
+
+// Duration is a TOML string such as "10m" or "30s".
+type Duration time.Duration
+
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as \"30s\" or \"10m\"", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

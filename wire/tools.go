@@ -1,0 +1,249 @@
+package wire
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The tool catalog lives here, not in a role, so that brokerd (which decides
+// and runs), toolkit (which does the work) and loopd (which shows the model
+// the schemas) agree on one list without importing each other.
+
+// Dimension names the argument of a tool that a grant's constraints read,
+// and how that argument is read.
+type Dimension uint8
+
+const (
+	// NoDimension: the tool has no constrained argument; a grant for it
+	// matches every call whose arguments parse.
+	NoDimension Dimension = iota
+	// HostsDimension: the url argument, matched against [constraints] hosts.
+	HostsDimension
+	// AbsolutePathsDimension: an absolute path on the host, matched against
+	// [constraints] paths.
+	AbsolutePathsDimension
+	// MemoryPathsDimension: a path relative to memory/, matched against
+	// [constraints] paths.
+	MemoryPathsDimension
+	// PatternsDimension: the command, matched against [constraints] patterns.
+	PatternsDimension
+)
+
+// Key is the [constraints] key a grant uses for d: "hosts", "paths",
+// "patterns", or "" for NoDimension.
+func (d Dimension) Key() string {
+	switch d {
+	case HostsDimension:
+		return "hosts"
+	case AbsolutePathsDimension, MemoryPathsDimension:
+		return "paths"
+	case PatternsDimension:
+		return "patterns"
+	default:
+		return ""
+	}
+}
+
+// ToolArgs is the strictly decoded arguments of one tool call: one of
+// HTTPFetchArgs, FileReadArgs, NotesReadArgs, NotesWriteArgs,
+// NotesSearchArgs, ShellArgs or ConsultArgs. The set is closed.
+type ToolArgs interface {
+	// Subject is the argument the tool's Dimension reads (the URL, the path
+	// or the command), or "" for a tool without one.
+	Subject() string
+	// ToolName is the name of the tool these arguments are for.
+	ToolName() string
+	isToolArgs()
+}
+
+// HTTPFetchArgs are http_fetch's arguments.
+type HTTPFetchArgs struct {
+	URL string `json:"url"`
+}
+
+// FileReadArgs are file_read's arguments; Path is absolute.
+type FileReadArgs struct {
+	Path string `json:"path"`
+}
+
+// NotesReadArgs are notes_read's arguments; Path is relative to memory/.
+type NotesReadArgs struct {
+	Path string `json:"path"`
+}
+
+// NotesWriteArgs are notes_write's arguments; Path is relative to memory/.
+type NotesWriteArgs struct {
+	Path    string `json:"path"`
+	Content string `json:"content"`
+}
+
+// NotesSearchArgs are notes_search's arguments.
+type NotesSearchArgs struct {
+	Query string `json:"query"`
+}
+
+// ShellArgs are shell's arguments; Command is run by /bin/sh in the sandbox.
+type ShellArgs struct {
+	Command string `json:"command"`
+}
+
+// ConsultArgs are consult's arguments; Prompt goes to the hosted model.
+type ConsultArgs struct {
+	Prompt string `json:"prompt"`
+}
+
+func (a HTTPFetchArgs) Subject() string  { return a.URL }
+func (a FileReadArgs) Subject() string   { return a.Path }
+func (a NotesReadArgs) Subject() string  { return a.Path }
+func (a NotesWriteArgs) Subject() string { return a.Path }
+func (NotesSearchArgs) Subject() string  { return "" }
+func (a ShellArgs) Subject() string      { return a.Command }
+func (ConsultArgs) Subject() string      { return "" }
+
+func (HTTPFetchArgs) ToolName() string   { return "http_fetch" }
+func (FileReadArgs) ToolName() string    { return "file_read" }
+func (NotesReadArgs) ToolName() string   { return "notes_read" }
+func (NotesWriteArgs) ToolName() string  { return "notes_write" }
+func (NotesSearchArgs) ToolName() string { return "notes_search" }
+func (ShellArgs) ToolName() string       { return "shell" }
+func (ConsultArgs) ToolName() string     { return "consult" }
+
+func (HTTPFetchArgs) isToolArgs()   {}
+func (FileReadArgs) isToolArgs()    {}
+func (NotesReadArgs) isToolArgs()   {}
+func (NotesWriteArgs) isToolArgs()  {}
+func (NotesSearchArgs) isToolArgs() {}
+func (ShellArgs) isToolArgs()       {}
+func (ConsultArgs) isToolArgs()     {}
+
+// Tool describes one tool: what the model is told and how its arguments are
+// read. Only the catalog's Tools decode; a Tool built by hand refuses to.
+type Tool struct {
+	Name        string
+	Description string    // one line, for the model
+	Schema      string    // JSON schema of the arguments object, for the model
+	Dimension   Dimension // what its grants' constraints read
+	decode      func(arguments []byte) (ToolArgs, error)
+}
+
+var toolCatalog = []Tool{
+	{
+		Name:        "http_fetch",
+		Description: "Fetch a web page over https and return its text.",
+		Schema:      `{"type":"object","properties":{"url":{"type":"string","description":"The https URL to fetch."}},"required":["url"],"additionalProperties":false}`,
+		Dimension:   HostsDimension,
+		decode:      decodeArgs[HTTPFetchArgs],
+	},
+	{
+		Name:        "file_read",
+		Description: "Read a file on the host, named by its absolute path.",
+		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The absolute path of the file."}},"required":["path"],"additionalProperties":false}`,
+		Dimension:   AbsolutePathsDimension,
+		decode:      decodeArgs[FileReadArgs],
+	},
+	{
+		Name:        "notes_read",
+		Description: "Read one of the owner's notes, named by its path inside the notes directory.",
+		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The note's path, relative to the notes directory."}},"required":["path"],"additionalProperties":false}`,
+		Dimension:   MemoryPathsDimension,
+		decode:      decodeArgs[NotesReadArgs],
+	},
+	{
+		Name:        "notes_write",
+		Description: "Create or replace one of the owner's notes, named by its path inside the notes directory.",
+		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The note's path, relative to the notes directory."},"content":{"type":"string","description":"The note's full new text."}},"required":["path","content"],"additionalProperties":false}`,
+		Dimension:   MemoryPathsDimension,
+		decode:      decodeArgs[NotesWriteArgs],
+	},
+	{
+		Name:        "notes_search",
+		Description: "Search the owner's notes for words and return the matching passages.",
+		Schema:      `{"type":"object","properties":{"query":{"type":"string","description":"The words to search for."}},"required":["query"],"additionalProperties":false}`,
+		Dimension:   NoDimension,
+		decode:      decodeArgs[NotesSearchArgs],
+	},
+	{
+		Name:        "shell",
+		Description: "Run a command with /bin/sh in a sandbox and return its output.",
+		Schema:      `{"type":"object","properties":{"command":{"type":"string","description":"The command line for /bin/sh."}},"required":["command"],"additionalProperties":false}`,
+		Dimension:   PatternsDimension,
+		decode:      decodeArgs[ShellArgs],
+	},
+	{
+		Name:        "consult",
+		Description: "Ask a larger hosted model and return its answer.",
+		Schema:      `{"type":"object","properties":{"prompt":{"type":"string","description":"The full question, with any context it needs."}},"required":["prompt"],"additionalProperties":false}`,
+		Dimension:   NoDimension,
+		decode:      decodeArgs[ConsultArgs],
+	},
+}
+
+// Tools returns the catalog, in a fixed order.
+func Tools() []Tool { return slices.Clone(toolCatalog) }
+
+// ToolByName returns the catalog's tool called name.
+func ToolByName(name string) (Tool, bool) {
+	for _, t := range toolCatalog {
+		if t.Name == name {
+			return t, true
+		}
+	}
+	return Tool{}, false
+}
+
+// ToolNames lists the catalog's tool names, in catalog order.
+func ToolNames() []string {
+	names := make([]string, len(toolCatalog))
+	for i, t := range toolCatalog {
+		names[i] = t.Name
+	}
+	return names
+}
+
+// DecodeArgs parses arguments, the model's JSON object, strictly into t's
+// argument type: unknown or missing members, null, trailing data and
+// anything but an object are errors (CodeOf gives BadMessage).
+func (t Tool) DecodeArgs(arguments string) (ToolArgs, error) {
+	if t.decode == nil {
+		return nil, fmt.Errorf("wire: %q is not a tool of the catalog", t.Name)
+	}
+	args, err := t.decode([]byte(arguments))
+	if err != nil {
+		return nil, argsError{tool: t.Name, err: err}
+	}
+	return args, nil
+}
+
+// DecodeToolArgs looks tool up in the catalog and decodes arguments for it.
+func DecodeToolArgs(tool, arguments string) (ToolArgs, error) {
+	t, ok := ToolByName(tool)
+	if !ok {
+		return nil, fmt.Errorf("no tool named %q", tool)
+	}
+	return t.DecodeArgs(arguments)
+}
+
+func decodeArgs[T ToolArgs](arguments []byte) (ToolArgs, error) {
+	var v T
+	if err := decodeTop(arguments, &v); err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// argsError names the tool whose arguments failed to decode, and keeps the
+// codec's WireError in the chain so that CodeOf still answers bad_message.
+type argsError struct {
+	tool string
+	err  error
+}
+
+func (e argsError) Error() string {
+	detail := e.err.Error()
+	if we, ok := e.err.(WireError); ok && we.Detail != "" {
+		detail = we.Detail
+	}
+	return fmt.Sprintf("%s arguments: %s", e.tool, detail)
+}
+
+func (e argsError) Unwrap() error { return e.err }

@@ -1,0 +1,204 @@
+package wire
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// toolArgTypes is the argument type each tool of the design's table takes.
+var toolArgTypes = map[string]reflect.Type{
+	"http_fetch":   reflect.TypeFor[HTTPFetchArgs](),
+	"file_read":    reflect.TypeFor[FileReadArgs](),
+	"notes_read":   reflect.TypeFor[NotesReadArgs](),
+	"notes_write":  reflect.TypeFor[NotesWriteArgs](),
+	"notes_search": reflect.TypeFor[NotesSearchArgs](),
+	"shell":        reflect.TypeFor[ShellArgs](),
+	"consult":      reflect.TypeFor[ConsultArgs](),
+}
+
+func TestCatalogIsTheDesignTable(t *testing.T) {
+	want := []string{"http_fetch", "file_read", "notes_read", "notes_write", "notes_search", "shell", "consult"}
+	if got := ToolNames(); !slices.Equal(got, want) {
+		t.Fatalf("ToolNames() = %v, want %v", got, want)
+	}
+	dims := map[string]Dimension{
+		"http_fetch": HostsDimension, "file_read": AbsolutePathsDimension,
+		"notes_read": MemoryPathsDimension, "notes_write": MemoryPathsDimension,
+		"notes_search": NoDimension, "shell": PatternsDimension, "consult": NoDimension,
+	}
+	for _, tool := range Tools() {
+		if tool.Dimension != dims[tool.Name] {
+			t.Errorf("%s: dimension %d, want %d", tool.Name, tool.Dimension, dims[tool.Name])
+		}
+		if tool.Description == "" || strings.Contains(tool.Description, "\n") {
+			t.Errorf("%s: description %q is not one line", tool.Name, tool.Description)
+		}
+	}
+}
+
+func TestDimensionKeys(t *testing.T) {
+	for d, want := range map[Dimension]string{
+		NoDimension: "", HostsDimension: "hosts", AbsolutePathsDimension: "paths",
+		MemoryPathsDimension: "paths", PatternsDimension: "patterns",
+	} {
+		if got := d.Key(); got != want {
+			t.Errorf("Dimension(%d).Key() = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// schema is the part of a JSON schema the model relies on.
+type schema struct {
+	Type                 string                       `json:"type"`
+	Properties           map[string]map[string]string `json:"properties"`
+	Required             []string                     `json:"required"`
+	AdditionalProperties *bool                        `json:"additionalProperties"`
+}
+
+func TestSchemasNameExactlyTheMembers(t *testing.T) {
+	for _, tool := range Tools() {
+		var s schema
+		dec := json.NewDecoder(strings.NewReader(tool.Schema))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&s); err != nil {
+			t.Errorf("%s: schema is not valid JSON of the expected shape: %v", tool.Name, err)
+			continue
+		}
+		members := jsonMembers(toolArgTypes[tool.Name])
+		var props []string
+		for name, p := range s.Properties {
+			props = append(props, name)
+			if p["type"] != "string" || p["description"] == "" {
+				t.Errorf("%s: property %s = %v, want a described string", tool.Name, name, p)
+			}
+		}
+		slices.Sort(props)
+		required := slices.Sorted(slices.Values(s.Required))
+		if s.Type != "object" || !slices.Equal(props, members) || !slices.Equal(required, members) {
+			t.Errorf("%s: schema type %q properties %v required %v, want object with %v", tool.Name, s.Type, props, required, members)
+		}
+		if s.AdditionalProperties == nil || *s.AdditionalProperties {
+			t.Errorf("%s: additionalProperties must be false", tool.Name)
+		}
+	}
+}
+
+func jsonMembers(t reflect.Type) []string {
+	var names []string
+	for i := range t.NumField() {
+		names = append(names, t.Field(i).Tag.Get("json"))
+	}
+	slices.Sort(names)
+	return names
+}
+
+func TestDecodeArgsGivesTheTypedValue(t *testing.T) {
+	for _, tool := range Tools() {
+		typ := toolArgTypes[tool.Name]
+		fields := map[string]string{}
+		for _, m := range jsonMembers(typ) {
+			fields[m] = "value of " + m
+		}
+		body, _ := json.Marshal(fields)
+		args, err := tool.DecodeArgs(string(body))
+		if err != nil {
+			t.Fatalf("%s: %v", tool.Name, err)
+		}
+		if reflect.TypeOf(args) != typ {
+			t.Fatalf("%s: decoded %T, want %v", tool.Name, args, typ)
+		}
+		if args.ToolName() != tool.Name {
+			t.Errorf("%s: decoded arguments say they are for %s", tool.Name, args.ToolName())
+		}
+		v := reflect.ValueOf(args)
+		for i := range typ.NumField() {
+			if got, want := v.Field(i).String(), fields[typ.Field(i).Tag.Get("json")]; got != want {
+				t.Errorf("%s: %s = %q, want %q", tool.Name, typ.Field(i).Name, got, want)
+			}
+		}
+	}
+}
+
+func TestSubjectIsTheConstrainedArgument(t *testing.T) {
+	cases := []struct {
+		tool, arguments, subject string
+	}{
+		{"http_fetch", `{"url":"https://a.example/"}`, "https://a.example/"},
+		{"file_read", `{"path":"/etc/hostname"}`, "/etc/hostname"},
+		{"notes_read", `{"path":"notes/a.md"}`, "notes/a.md"},
+		{"notes_write", `{"path":"notes/a.md","content":"x"}`, "notes/a.md"},
+		{"notes_search", `{"query":"q"}`, ""},
+		{"shell", `{"command":"git status"}`, "git status"},
+		{"consult", `{"prompt":"p"}`, ""},
+	}
+	for _, c := range cases {
+		args, err := DecodeToolArgs(c.tool, c.arguments)
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		if args.Subject() != c.subject {
+			t.Errorf("%s: Subject() = %q, want %q", c.tool, args.Subject(), c.subject)
+		}
+	}
+}
+
+func TestDecodeArgsRejectsBadInput(t *testing.T) {
+	cases := []struct {
+		name, tool, arguments, want string
+	}{
+		{"empty", "http_fetch", ``, "JSON ends early"},
+		{"cut short", "http_fetch", `{"url":`, "unexpected EOF"},
+		{"missing member", "http_fetch", `{}`, `missing field "url"`},
+		{"one of two missing", "notes_write", `{"path":"a"}`, `missing field "content"`},
+		{"unknown member", "http_fetch", `{"url":"https://a.example/","proxy":"x"}`, `unknown field "proxy"`},
+		{"member name is case-sensitive", "http_fetch", `{"URL":"https://a.example/"}`, `unknown field "URL"`},
+		{"null member", "http_fetch", `{"url":null}`, "null at /url"},
+		{"null top", "http_fetch", `null`, "null"},
+		{"array", "http_fetch", `["https://a.example/"]`, "must be an object"},
+		{"string", "http_fetch", `"https://a.example/"`, "must be an object"},
+		{"number member", "shell", `{"command":1}`, "invalid value number at /command"},
+		{"object member", "shell", `{"command":{}}`, "invalid value"},
+		{"trailing object", "http_fetch", `{"url":"a"}{}`, "data after the value"},
+		{"trailing garbage", "http_fetch", `{"url":"a"} x`, "invalid JSON"},
+		{"duplicate member", "http_fetch", `{"url":"a","url":"b"}`, "duplicate"},
+		{"invalid UTF-8", "http_fetch", "{\"url\":\"\xff\"}", "invalid UTF-8"},
+		{"lone surrogate", "http_fetch", `{"url":"\ud800"}`, "surrogate"},
+		{"byte order mark", "http_fetch", "\ufeff{\"url\":\"a\"}", "invalid character"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := DecodeToolArgs(c.tool, c.arguments)
+			if err == nil {
+				t.Fatalf("decoded %q", c.arguments)
+			}
+			if !strings.HasPrefix(err.Error(), c.tool+" arguments: ") || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("error %q, want it to name %s and say %q", err, c.tool, c.want)
+			}
+			if CodeOf(err) != BadMessage {
+				t.Errorf("CodeOf = %q, want bad_message", CodeOf(err))
+			}
+		})
+	}
+}
+
+func TestDecodeArgsRefusesForeignTools(t *testing.T) {
+	if _, err := DecodeToolArgs("rm", `{}`); err == nil || !strings.Contains(err.Error(), `no tool named "rm"`) {
+		t.Errorf("unknown tool: error %v", err)
+	}
+	if _, err := (Tool{Name: "shell"}).DecodeArgs(`{"command":"x"}`); err == nil {
+		t.Error("a Tool built by hand decoded arguments")
+	}
+	if _, ok := ToolByName("Shell"); ok {
+		t.Error("tool names are case-sensitive")
+	}
+}
+
+func TestToolsReturnsACopy(t *testing.T) {
+	Tools()[0].Name = "changed"
+	if tool, _ := ToolByName("http_fetch"); tool.Name != "http_fetch" || ToolNames()[0] != "http_fetch" {
+		t.Error("changing Tools() changed the catalog")
+	}
+}
