@@ -43,7 +43,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 20s)
 	done
 
 run: ## start boxmaker (not built yet: the roles come with later issues)
-	@echo "make run: the agent loop and its daemons are not built yet; today boxmaker has the wire protocol and bxctl's 'wire check'. Try: make build && bin/boxmaker --help" >&2; exit 1
+	@echo "make run: the agent loop and its daemons are not built yet; brokerd, egressd and the tools run today (see README). Try: make build && bin/boxmaker --help" >&2; exit 1
 
 clean: ## remove bin/
 	rm -rf bin

@@ -7,17 +7,29 @@ import (
 	"os"
 
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd"
 	"boxmaker/roles/bxctl"
+	"boxmaker/roles/egressd"
+	"boxmaker/roles/toolkit"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=...".
 var version = "dev"
 
-func main() {
-	program := roles.Program{
-		Version:  version,
-		Roles:    []roles.Role{{Name: "bxctl", Command: bxctl.Command}},
+// program lists the roles built into this binary.
+func program() roles.Program {
+	return roles.Program{
+		Version: version,
+		Roles: []roles.Role{
+			{Name: "egressd", Command: egressd.Command},
+			{Name: "brokerd", Command: brokerd.Command},
+			{Name: "toolkit", Command: toolkit.Command},
+			{Name: "bxctl", Command: bxctl.Command},
+		},
 		Commands: bxctl.Commands,
 	}
-	os.Exit(program.Run(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+func main() {
+	os.Exit(program().Run(context.Background(), os.Args, os.Stdout, os.Stderr))
 }

@@ -9,23 +9,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"boxmaker/roles"
-	"boxmaker/roles/bxctl"
 )
-
-func program() roles.Program {
-	return roles.Program{
-		Version:  "v-test",
-		Roles:    []roles.Role{{Name: "bxctl", Command: bxctl.Command}},
-		Commands: bxctl.Commands,
-	}
-}
 
 // runProgram runs the multicall entry in-process, as if exec'd with args.
 func runProgram(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = program().Run(context.Background(), args, &out, &errOut)
+	p := program()
+	p.Version = "v-test"
+	code = p.Run(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 
@@ -42,12 +33,12 @@ func TestDispatch(t *testing.T) {
 		{"version", []string{"boxmaker", "--version"}, 0, "v-test", ""},
 		{"help", []string{"boxmaker", "--help"}, 0, "wire", ""},
 		{"bare boxmaker shows help, usage status", []string{"boxmaker"}, 2, "COMMANDS", ""},
-		{"unknown name", []string{"boxmaker", "frobnicate"}, 2, "", `boxmaker: no role or command named "frobnicate"; valid: bxctl, audit, grants, wire` + "\n"},
+		{"unknown name", []string{"boxmaker", "frobnicate"}, 2, "", `boxmaker: no role or command named "frobnicate"; valid: egressd, brokerd, toolkit, bxctl, approvals, approve, deny, audit, grants, wire` + "\n"},
 		{"unknown flag", []string{"boxmaker", "--frobnicate"}, 2, "", "flag provided but not defined"},
 		{"role as first argument", []string{"boxmaker", "bxctl", "wire", "check", valid}, 0, "tool_request id 7", ""},
 		{"bxctl command at the top", []string{"boxmaker", "wire", "check", valid}, 0, "tool_request id 7", ""},
 		{"role from argv[0]", []string{"/usr/local/bin/bxctl", "wire", "check", valid}, 0, "tool_request id 7", ""},
-		{"argv[0] role rejects unknown names", []string{"bxctl", "bxctl"}, 2, "", `bxctl: no command named "bxctl"; valid: audit, grants, wire`},
+		{"argv[0] role rejects unknown names", []string{"bxctl", "bxctl"}, 2, "", `bxctl: no command named "bxctl"; valid: approvals, approve, deny, audit, grants, wire`},
 		{"unknown name under a group", []string{"boxmaker", "wire", "chekc"}, 2, "", `no command named "chekc"; valid: check`},
 		{"other argv[0] acts as boxmaker", []string{"./bm-renamed", "wire", "check", valid}, 0, "tool_request", ""},
 		{"invalid frame fails with 1", []string{"boxmaker", "wire", "check", invalid}, 1, "bad_message", "1 invalid"},

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/urfave/cli/v3"
 )
@@ -137,4 +140,9 @@ func report(err error, name string, stderr io.Writer) int {
 		fmt.Fprintln(stderr, msg)
 	}
 	return code
+}
+
+// SignalContext is ctx, ended by SIGINT or SIGTERM: how a daemon learns to stop.
+func SignalContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 }

@@ -13,9 +13,9 @@ func Command() *cli.Command {
 
 // Commands builds bxctl's command tree afresh.
 func Commands() []*cli.Command {
-	return []*cli.Command{
+	return append(approvalCommands(),
 		auditCommand(),
 		grantsCommand(),
 		wireCommand(),
-	}
+	)
 }

@@ -1,0 +1,86 @@
+package brokerd
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"sort"
+	"sync"
+
+	"boxmaker/wire"
+)
+
+// answer is the owner's word on one approval.
+type answer struct {
+	approve  bool
+	approver string  // local:<user> or mm:<user id>
+	post     *string // the Mattermost post, when answered there
+}
+
+// approvals are the ask decisions waiting for the owner. Each is answered at
+// most once: the first answer wins, later ones find it gone.
+type approvals struct {
+	mu      sync.Mutex
+	pending map[string]*pending
+}
+
+type pending struct {
+	info   wire.Approval
+	answer chan answer // buffered: one answer, never blocks the answerer
+}
+
+func newApprovals() *approvals { return &approvals{pending: map[string]*pending{}} }
+
+// add registers info (its Approval id is filled in) and returns it with the
+// channel its answer will come on.
+func (a *approvals) add(info wire.Approval) (wire.Approval, <-chan answer) {
+	info.Approval = newApprovalID()
+	p := &pending{info: info, answer: make(chan answer, 1)}
+	a.mu.Lock()
+	a.pending[info.Approval] = p
+	a.mu.Unlock()
+	return info, p.answer
+}
+
+// remove forgets an approval that expired or whose caller left.
+func (a *approvals) remove(id string) {
+	a.mu.Lock()
+	delete(a.pending, id)
+	a.mu.Unlock()
+}
+
+// answer delivers ans to the approval id and reports whether it was pending.
+func (a *approvals) answer(id string, ans answer) bool {
+	a.mu.Lock()
+	p, ok := a.pending[id]
+	delete(a.pending, id)
+	a.mu.Unlock()
+	if ok {
+		p.answer <- ans
+	}
+	return ok
+}
+
+// list returns the pending approvals, oldest expiry first.
+func (a *approvals) list() []wire.Approval {
+	a.mu.Lock()
+	out := make([]wire.Approval, 0, len(a.pending))
+	for _, p := range a.pending {
+		out = append(out, p.info)
+	}
+	a.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Expires != out[j].Expires {
+			return out[i].Expires < out[j].Expires
+		}
+		return out[i].Approval < out[j].Approval
+	})
+	return out
+}
+
+// newApprovalID is random, so that nobody can answer an approval they were
+// not shown by guessing its id.
+func newApprovalID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on Linux
+	return "ap-" + hex.EncodeToString(b[:])
+}

@@ -1,0 +1,133 @@
+package brokerd
+
+import (
+	"context"
+	"log"
+	"strings"
+	"sync"
+	"time"
+
+	"boxmaker/audit"
+	"boxmaker/policy"
+	"boxmaker/roles/internal/config"
+	"boxmaker/wire"
+)
+
+// broker is one running brokerd.
+type broker struct {
+	cfg       config.Config
+	paths     config.Paths
+	log       *log.Logger
+	clock     func() time.Time
+	audit     *audit.Writer
+	sessions  *sessions
+	approvals *approvals
+	runner    *runner
+	fatal     func(error) // stops brokerd: the audit log can no longer be written
+
+	badMu    sync.Mutex
+	badSeen  map[string]bool // grant errors already logged, so each is logged once
+	grantDir string
+}
+
+// replyFunc sends one frame of the answer to the request being served.
+type replyFunc func(final bool, m wire.Message) error
+
+// grants loads the grant files as they are now. A file that does not parse
+// is left out (fail closed), and why is logged once per distinct error.
+func (b *broker) grants() []policy.Grant {
+	grants, bad, err := policy.LoadDir(b.grantDir)
+	if err != nil {
+		b.logOnce(err.Error())
+		return nil
+	}
+	for _, e := range bad {
+		b.logOnce("ignoring a grant file: " + e.Error())
+	}
+	return grants
+}
+
+func (b *broker) logOnce(msg string) {
+	b.badMu.Lock()
+	defer b.badMu.Unlock()
+	if !b.badSeen[msg] {
+		b.badSeen[msg] = true
+		b.log.Print(strings.ReplaceAll(msg, "\n", "; "))
+	}
+}
+
+// toolList names the tools that have at least one unexpired grant that is
+// not deny, with what the model needs to call them.
+func (b *broker) toolList() (wire.ToolListResult, error) {
+	now, err := wire.TimestampOf(b.clock())
+	if err != nil {
+		return wire.ToolListResult{}, err
+	}
+	usable := map[string]bool{}
+	for _, g := range b.grants() {
+		if g.Mode() != policy.Deny && !g.ExpiredAt(now) {
+			usable[g.Tool()] = true
+		}
+	}
+	res := wire.ToolListResult{Tools: []wire.ToolSpec{}}
+	for _, t := range wire.Tools() {
+		if usable[t.Name] {
+			res.Tools = append(res.Tools, wire.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Schema})
+		}
+	}
+	return res, nil
+}
+
+// sessionState is what brokerd holds for a session, for the owner.
+func (b *broker) sessionState(id wire.SessionID) (wire.SessionStateResult, error) {
+	st, err := b.sessions.get(id)
+	if err != nil {
+		return wire.SessionStateResult{}, err
+	}
+	return wire.SessionStateResult{Session: id, Taint: st.Taint(), Untrusted: st.Untrusted()}, nil
+}
+
+// answerApproval delivers the owner's answer; the first answer wins.
+func (b *broker) answerApproval(q wire.ApprovalAnswer, approver string) wire.ApprovalAnswerResult {
+	res := wire.ApprovalAnswerResult{Approval: q.Approval, Outcome: wire.OutcomeUnknown}
+	if b.approvals.answer(q.Approval, answer{approve: q.Approve, approver: approver}) {
+		res.Outcome = wire.OutcomeRefused
+		if q.Approve {
+			res.Outcome = wire.OutcomeApproved
+		}
+		b.log.Printf("approval %s: %s by %s", q.Approval, res.Outcome, approver)
+	}
+	return res
+}
+
+// handleTool serves loopd's socket.
+func (b *broker) handleTool(ctx context.Context, req wire.Envelope, reply replyFunc) error {
+	switch m := req.Msg.(type) {
+	case wire.ToolRequest:
+		return b.toolRequest(ctx, m, reply)
+	case wire.ToolList:
+		res, err := b.toolList()
+		if err != nil {
+			return err
+		}
+		return reply(true, res)
+	}
+	return nil // the socket's table admits nothing else
+}
+
+// handleAdmin serves the owner's socket; approver names the peer.
+func (b *broker) handleAdmin(req wire.Envelope, approver string, reply replyFunc) error {
+	switch m := req.Msg.(type) {
+	case wire.ApprovalList:
+		return reply(true, wire.ApprovalListResult{Approvals: b.approvals.list()})
+	case wire.ApprovalAnswer:
+		return reply(true, b.answerApproval(m, approver))
+	case wire.SessionState:
+		res, err := b.sessionState(m.Session)
+		if err != nil {
+			return err
+		}
+		return reply(true, res)
+	}
+	return nil
+}

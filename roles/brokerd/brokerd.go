@@ -1,0 +1,181 @@
+package brokerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"boxmaker/audit"
+	"boxmaker/roles"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sandbox"
+	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Command is the brokerd role.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:  "brokerd",
+		Usage: "decide, audit and run tool calls (a daemon)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
+			&cli.StringFlag{Name: "config", Usage: "config.toml; grants/ and secrets/ sit beside it"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
+			if err != nil {
+				return err
+			}
+			ctx, stop := roles.SignalContext(ctx)
+			defer stop()
+			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "brokerd: ", 0)})
+		},
+	}
+}
+
+// Options is what Run needs; zero fields take their defaults.
+type Options struct {
+	Paths      config.Paths
+	Log        *log.Logger
+	Clock      func() time.Time // default time.Now
+	Executable string           // the boxmaker binary for sandboxes; default this process's
+}
+
+// Run serves until ctx ends, or until the audit log cannot be written.
+func Run(ctx context.Context, opts Options) error {
+	b, err := start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer b.audit.Close()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	b.fatal = func(err error) { cancel(err) }
+	if err := b.serve(ctx); err != nil {
+		return err
+	}
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
+	return nil
+}
+
+// start checks the sandbox and opens the audit log, then the state.
+func start(ctx context.Context, opts Options) (*broker, error) {
+	if opts.Log == nil {
+		opts.Log = log.New(io.Discard, "", 0)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	cfg, err := config.Load(opts.Paths.Config)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Executable == "" {
+		if opts.Executable, err = os.Executable(); err != nil {
+			return nil, err
+		}
+	}
+	caps, err := sandbox.Check(ctx, cfg.Sandbox.Bwrap)
+	if err != nil {
+		return nil, fmt.Errorf("brokerd cannot sandbox tools here, so it will not start:\n%w", err)
+	}
+	opts.Log.Printf("sandbox: %s, landlock ABI %d", caps.Bwrap, caps.LandlockABI)
+	if !caps.ProcessLimit {
+		opts.Log.Print("running as root: the kernel exempts root from the sandbox's process limit; run brokerd as its own user (boxmaker up does)")
+	}
+	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(),
+		badSeen: map[string]bool{}, grantDir: opts.Paths.Grants}
+	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
+		egressSock: socketPath(opts.Paths, "brokerd", "egressd")}
+	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
+		return nil, err
+	}
+	auditDir := opts.Paths.Join("audit")
+	if err := os.MkdirAll(auditDir, 0o700); err != nil {
+		return nil, err
+	}
+	if b.audit, err = audit.Open(auditDir, audit.WithClock(opts.Clock)); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func socketPath(p config.Paths, client, listener string) string {
+	pair, _ := roles.PairOf(client, listener)
+	return p.Join("run", pair.Dir(), pair.Socket)
+}
+
+// serve listens on loopd's socket and the owner's, each with its own table
+// of what a client may send and who may connect.
+func (b *broker) serve(ctx context.Context) error {
+	servers := []struct {
+		client  string
+		accepts []string
+		handle  func(context.Context, sock.Peer, wire.Envelope, replyFunc) error
+	}{
+		{"loopd", []string{"tool_request", "tool_list"}, func(ctx context.Context, _ sock.Peer, e wire.Envelope, r replyFunc) error {
+			return b.handleTool(ctx, e, r)
+		}},
+		{"bxctl", []string{"approval_list", "approval_answer", "session_state"}, func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
+			return b.handleAdmin(e, "local:"+roles.UserName(p.UID), r)
+		}},
+	}
+	srvs := make([]*sock.Server, len(servers))
+	lns := make([]*net.UnixListener, len(servers))
+	for i, s := range servers {
+		var err error
+		if srvs[i], lns[i], err = b.listen(s.client, s.accepts, s.handle); err != nil {
+			for _, ln := range lns[:i] {
+				ln.Close()
+			}
+			return err
+		}
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(servers))
+	for i := range srvs {
+		wg.Go(func() { errs[i] = srvs[i].Serve(ctx, lns[i]) })
+	}
+	b.log.Printf("serving %s and %s", socketPath(b.paths, "loopd", "brokerd"), socketPath(b.paths, "bxctl", "brokerd"))
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// listen opens the socket that client dials, with the peer check and the
+// kinds it accepts.
+func (b *broker) listen(client string, accepts []string, handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error) (*sock.Server, *net.UnixListener, error) {
+	uids, err := roles.PeerUIDs(client)
+	if err != nil {
+		return nil, nil, err
+	}
+	path := socketPath(b.paths, client, "brokerd")
+	ln, err := sock.Listen(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen for %s: %w", client, err)
+	}
+	srv := &sock.Server{
+		Name:      fmt.Sprintf("brokerd (%s)", filepath.Base(filepath.Dir(path))),
+		Accepts:   accepts,
+		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
+		Log:       b.log,
+		Handle: func(ctx context.Context, p sock.Peer, e wire.Envelope, reply sock.Replier) error {
+			return handle(ctx, p, e, func(final bool, m wire.Message) error {
+				return reply(wire.Envelope{Final: final, Msg: m})
+			})
+		},
+	}
+	return srv, ln, nil
+}

@@ -1,0 +1,164 @@
+package brokerd
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"boxmaker/policy"
+	"boxmaker/wire"
+)
+
+// toolRequest answers one tool_request: decide, record, then run, ask, or deny.
+func (b *broker) toolRequest(ctx context.Context, req wire.ToolRequest, reply replyFunc) error {
+	state, err := b.sessions.get(req.Session)
+	if err != nil {
+		return err
+	}
+	d, err := b.decide(req, state.Taint())
+	if err != nil {
+		return err
+	}
+	switch d.Outcome() {
+	case policy.Allowed:
+		if err := b.record(req, d); err != nil {
+			return err
+		}
+		return b.execute(ctx, req, d, reply)
+	case policy.AwaitsApproval:
+		return b.awaitApproval(ctx, req, d, reply)
+	default:
+		if err := b.record(req, d); err != nil {
+			return err
+		}
+		return reply(true, wire.Denied{Reason: d.Reason()})
+	}
+}
+
+// decide runs the policy over the grants as they are on disk now, so that a
+// changed grant takes effect on the next call.
+func (b *broker) decide(req wire.ToolRequest, taint wire.DataClass) (policy.Decision, error) {
+	now, err := wire.TimestampOf(b.clock())
+	if err != nil {
+		return policy.Decision{}, err
+	}
+	return policy.Decide(b.grants(), policy.Request{Tool: req.Tool, Arguments: req.Arguments, Taint: taint, Now: now})
+}
+
+// record writes d to the audit log and returns once it is durable.
+//
+// WARNING: every path that lets a decision take effect (a run, a denial sent)
+// calls record first and stops on its error. TestEveryDecisionIsAudited
+// proves that each kind of decision reaches the log.
+func (b *broker) record(req wire.ToolRequest, d policy.Decision) error {
+	dr, err := d.Record()
+	if err != nil {
+		return err
+	}
+	_, err = b.audit.Append(wire.AuditRecord{
+		Session: req.Session, Call: req.Call, Tool: req.Tool, Arguments: req.Arguments,
+		SessionTaint: d.Taint(), Decision: dr,
+	})
+	if err != nil {
+		b.fatal(fmt.Errorf("audit log: %w", err))
+		return err
+	}
+	return nil
+}
+
+// execute runs an allowed or approved call, updates the session from its
+// grant (durably, before the answer leaves) and answers the result.
+func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Decision, reply replyFunc) error {
+	g, err := d.Runnable()
+	if err != nil {
+		return err
+	}
+	out, err := b.runner.run(ctx, d)
+	if err != nil {
+		return err
+	}
+	if out.ran {
+		if err := b.sessions.applyResult(req.Session, g); err != nil {
+			return err
+		}
+	}
+	return reply(true, resultOf(out, g, b.cfg.Broker.ResultMaxBytes))
+}
+
+// awaitApproval parks an ask decision until the owner answers or it expires.
+// Nothing is recorded until then: an ask is not yet a decision.
+func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d policy.Decision, reply replyFunc) error {
+	g, _ := d.Grant()
+	expires, err := wire.TimestampOf(b.clock().Add(b.cfg.Broker.ApprovalTimeout.D()))
+	if err != nil {
+		return err
+	}
+	info, answers := b.approvals.add(wire.Approval{
+		Session: req.Session, Call: req.Call, Tool: req.Tool, Arguments: req.Arguments,
+		Grant: g.ID(), SessionTaint: d.Taint(), Expires: expires,
+	})
+	defer b.approvals.remove(info.Approval)
+	b.log.Printf("approval %s: session %s call %d %s under grant %s, until %s", info.Approval, req.Session, req.Call, req.Tool, g.ID(), expires)
+	if err := reply(false, wire.PendingApproval{Approval: info.Approval, Expires: expires}); err != nil {
+		return err
+	}
+	timer := time.NewTimer(b.cfg.Broker.ApprovalTimeout.D())
+	defer timer.Stop()
+	select {
+	case ans := <-answers:
+		return b.answered(ctx, req, d, ans, reply)
+	case <-timer.C:
+		return b.refuse(req, d, wire.ApprovalExpired, reply)
+	case <-ctx.Done():
+		b.log.Printf("approval %s: abandoned: the caller left or brokerd is stopping", info.Approval)
+		return ctx.Err()
+	}
+}
+
+// answered acts on the owner's answer. An approval is decided again first:
+// the session's taint or the grant may have changed while it waited, and the
+// owner approved this grant, no other.
+func (b *broker) answered(ctx context.Context, req wire.ToolRequest, asked policy.Decision, ans answer, reply replyFunc) error {
+	if !ans.approve {
+		return b.refuse(req, asked, wire.ApprovalRefused, reply)
+	}
+	state, err := b.sessions.get(req.Session)
+	if err != nil {
+		return err
+	}
+	again, err := b.decide(req, state.Taint())
+	if err != nil {
+		return err
+	}
+	if again.Outcome() == policy.Denied {
+		if err := b.record(req, again); err != nil {
+			return err
+		}
+		return reply(true, wire.Denied{Reason: again.Reason()})
+	}
+	was, _ := asked.Grant()
+	now, _ := again.Grant()
+	if again.Outcome() != policy.AwaitsApproval || now.ID() != was.ID() {
+		b.log.Printf("session %s call %d: the grants changed while the approval waited (%s, not %s ask); not run", req.Session, req.Call, now.ID(), was.ID())
+		return b.refuse(req, asked, wire.ApprovalExpired, reply)
+	}
+	approved, err := policy.Approve(again, ans.approver, ans.post)
+	if err != nil {
+		return err
+	}
+	if err := b.record(req, approved); err != nil {
+		return err
+	}
+	return b.execute(ctx, req, approved, reply)
+}
+
+func (b *broker) refuse(req wire.ToolRequest, asked policy.Decision, reason wire.DenyReason, reply replyFunc) error {
+	d, err := policy.Refuse(asked, reason)
+	if err != nil {
+		return err
+	}
+	if err := b.record(req, d); err != nil {
+		return err
+	}
+	return reply(true, wire.Denied{Reason: reason})
+}

@@ -1,0 +1,182 @@
+package brokerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"boxmaker/policy"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/fdpass"
+	"boxmaker/roles/internal/sandbox"
+	"boxmaker/roles/internal/toolrun"
+	"boxmaker/wire"
+)
+
+// runner runs allowed calls in sandboxes.
+type runner struct {
+	log        *log.Logger
+	cfg        config.Config
+	paths      config.Paths
+	executable string // the boxmaker binary the sandbox runs as toolkit
+	egressSock string // run/brokerd-egressd/egress.sock
+}
+
+// outcome is what a run gave: the tool's content (ok or failed), the
+// secrets that must be redacted from it, and whether the sandbox ran at all:
+// once it has, whatever comes back (even a failure's text) came out of it
+// and taints the session like a result.
+type outcome struct {
+	output  toolrun.Output
+	secrets []string
+	ran     bool
+}
+
+// run executes the call d allows. d must be runnable (auto or approved):
+// that check is the first thing it does, and nothing runs without it.
+func (r *runner) run(ctx context.Context, d policy.Decision) (outcome, error) {
+	g, err := d.Runnable()
+	if err != nil {
+		return outcome{}, err
+	}
+	mounts, err := mountsFor(g, d.Args(), r.paths.Join("memory"))
+	if err != nil {
+		return failedOutcome("%s: %v", d.Tool(), err), nil
+	}
+	secret, err := r.secretOf(g)
+	if err != nil {
+		return outcome{}, err
+	}
+	spec, err := r.spec(d, mounts)
+	if err != nil {
+		return failedOutcome("%s: %v", d.Tool(), err), nil
+	}
+	if spec.Job.Egress {
+		f, err := r.openEgress(ctx, g, spec.Job, secret)
+		if err != nil {
+			r.log.Printf("%s: egressd: %v", d.Tool(), err)
+			return failedOutcome("%s: the egress proxy is not available", d.Tool()), nil
+		}
+		defer f.Close()
+		spec.Egress = f
+	}
+	res, err := sandbox.Run(ctx, spec)
+	var fail *sandbox.Failure
+	if res.Diagnostics != "" {
+		r.log.Printf("%s: sandbox said: %s", d.Tool(), strings.TrimSpace(res.Diagnostics))
+	}
+	switch {
+	case errors.As(err, &fail):
+		r.log.Printf("%s: %s", d.Tool(), fail.Detail)
+		o := failedOutcome("%s", fail.Detail)
+		o.ran, o.secrets = true, nonEmpty(secret)
+		return o, nil
+	case err != nil:
+		return outcome{}, err
+	}
+	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true}, nil
+}
+
+func failedOutcome(format string, args ...any) outcome {
+	return outcome{output: toolrun.Output{OK: false, Content: fmt.Sprintf(format, args...)}}
+}
+
+func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, error) {
+	needs := toolrun.NeedsOf(d.Tool())
+	sb := r.cfg.Sandbox
+	job := toolrun.Job{
+		Tool:      d.Tool(),
+		Arguments: d.Arguments(),
+		Mounts:    sandbox.JobMounts(mounts),
+		Limits: toolrun.Limits{
+			CPUSeconds:  int64(sb.CPUSeconds),
+			MemoryBytes: int64(sb.MemoryMB) << 20,
+			OutputBytes: int64(sb.OutputBytes),
+			Processes:   int64(sb.Processes),
+			FileBytes:   int64(sb.OutputBytes),
+		},
+		Egress: needs.Egress,
+	}
+	if d.Tool() == "consult" {
+		if r.cfg.Consult.URL == "" {
+			return sandbox.Spec{}, errors.New("no [consult] url in config.toml")
+		}
+		job.Consult = &toolrun.Consult{URL: r.cfg.Consult.URL, Model: r.cfg.Consult.Model}
+	}
+	return sandbox.Spec{
+		Bwrap:       sb.Bwrap,
+		Executable:  r.executable,
+		Mounts:      mounts,
+		System:      needs.System,
+		WallTime:    sb.WallTime.D(),
+		OutputBytes: int64(sb.OutputBytes) + 4096, // room for the Output's own JSON
+		Job:         job,
+	}, nil
+}
+
+// openEgress asks egressd for a connection limited to what the grant allows:
+// its hosts for http_fetch, the configured endpoint for consult.
+func (r *runner) openEgress(ctx context.Context, g policy.Grant, job toolrun.Job, secret string) (*os.File, error) {
+	hosts := g.Constraints().Hosts
+	if job.Consult != nil {
+		entry, err := hostEntryOf(job.Consult.URL)
+		if err != nil {
+			return nil, err
+		}
+		hosts = []string{entry}
+	}
+	var auth *string
+	if secret != "" {
+		v := "Bearer " + secret
+		auth = &v
+	}
+	return fdpass.OpenEgress(ctx, r.egressSock, hosts, auth)
+}
+
+// hostEntryOf writes a URL's host as a grant hosts entry.
+func hostEntryOf(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return "", fmt.Errorf("[consult] url %q is not an http(s) URL", raw)
+	}
+	if u.Scheme == "http" {
+		return "http://" + u.Host, nil
+	}
+	return u.Host, nil
+}
+
+// secretOf reads the grant's secret from the secrets directory. It stays in
+// brokerd and egressd; the sandbox never gets it.
+func (r *runner) secretOf(g policy.Grant) (string, error) {
+	name, ok := g.Secret()
+	if !ok {
+		return "", nil
+	}
+	data, err := os.ReadFile(filepath.Join(r.paths.Secrets, name))
+	if err != nil {
+		return "", fmt.Errorf("secret %s of grant %s: %w", name, g.ID(), err)
+	}
+	return strings.TrimRight(string(data), "\r\n"), nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// resultOf labels a run's outcome from the grant: a Result, or Failed.
+// Failure text came out of the sandbox too, so it is redacted and cut.
+func resultOf(o outcome, g policy.Grant, maxBytes int) wire.ToolResponse {
+	if !o.output.OK {
+		msg, _ := truncate(redact(o.output.Content, o.secrets), maxBytes)
+		return wire.Failed{Message: msg}
+	}
+	return label(o.output.Content, g, o.secrets, maxBytes)
+}

@@ -1,0 +1,18 @@
+// Package egressd is the one role that reaches the web for tools. brokerd
+// hands it, over egress.sock, one end of a socketpair per http_fetch or
+// consult call together with that call's hosts entries and, for consult,
+// the Authorization value; egressd answers egress_ready and then serves
+// exactly one HTTP request that the sandbox writes on that descriptor in
+// absolute form. It checks the URL against the hosts entries with policy's
+// matcher, resolves the name once, refuses special-purpose addresses unless
+// the entries list that IP literal, connects to the address it checked
+// (re-checked in the dialer's Control), does the TLS itself with the name
+// the URL gave, re-checks every redirect hop, caps bytes, redirects and
+// time, and writes the response back.
+//
+// egressd must never use a proxy from the environment, resolve a name twice
+// for one connection, connect to an address it has not checked, let a
+// sandbox's Authorization, Cookie or Proxy-* header through, write the
+// secret back to the sandbox or into a log, reuse a connection across calls,
+// accept a frame other than egress_open, or import another role's package.
+package egressd

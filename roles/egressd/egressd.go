@@ -1,0 +1,164 @@
+package egressd
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/netip"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"syscall"
+
+	"boxmaker/roles"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sock"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Command is the egressd role: `boxmaker egressd [--home DIR] [--config FILE]`.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:  "egressd",
+		Usage: "make the web requests of http_fetch and consult calls for brokerd",
+		Description: "Listens on run/brokerd-egressd/egress.sock under the home and serves until\n" +
+			"SIGINT or SIGTERM. Limits come from [egress] in config.toml.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
+			&cli.StringFlag{Name: "config", Usage: "config.toml"},
+		},
+		Action: runAction,
+	}
+}
+
+func runAction(ctx context.Context, cmd *cli.Command) error {
+	if cmd.NArg() > 0 {
+		return roles.Usagef("egressd takes no arguments")
+	}
+	paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(paths.Config)
+	if err != nil {
+		return err
+	}
+	pair, ok := roles.PairOf("brokerd", "egressd")
+	if !ok {
+		return errors.New("the role table has no brokerd-egressd pair")
+	}
+	uids, err := roles.PeerUIDs("brokerd")
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return Main(ctx, Options{
+		Socket:    paths.Join("run", pair.Dir(), pair.Socket),
+		Limits:    cfg.Egress,
+		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
+	})
+}
+
+// Resolver looks names up; *net.Resolver is one. egressd asks it once per
+// connection and connects only to what it answered.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Options is what egressd needs; Main and tests fill it, and a zero field
+// takes the default named beside it.
+type Options struct {
+	Socket    string               // where Main creates egress.sock
+	Limits    config.Egress        // zero: config.Defaults().Egress
+	AllowPeer func(sock.Peer) bool // who may connect; nil: egressd's own uid
+	Resolver  Resolver             // nil: net.DefaultResolver
+	RootCAs   *x509.CertPool       // nil: the system's roots
+	Log       *log.Logger          // nil: standard error
+
+	// beforeConnect runs in the dialer's Control after the checks passed,
+	// with the address about to be connected; an error stops the connect.
+	// Tests use it to see what would be dialed without sending anything.
+	beforeConnect func(netip.AddrPort) error
+}
+
+// Main listens on opts.Socket and serves until ctx ends.
+func Main(ctx context.Context, opts Options) error {
+	ln, err := sock.Listen(opts.Socket)
+	if err != nil {
+		return fmt.Errorf("egressd: %w", err)
+	}
+	defer ln.Close()
+	return Serve(ctx, ln, opts)
+}
+
+// Serve accepts brokerd's connections on ln until ctx ends, then waits for
+// the calls in flight, each of which ends within its timeout.
+func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
+	s, err := newServer(opts)
+	if err != nil {
+		return err
+	}
+	defer s.calls.Wait()
+	var conns sync.WaitGroup
+	defer conns.Wait()
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	s.log.Printf("serving on %s", ln.Addr())
+	for {
+		c, err := ln.AcceptUnix()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("egressd: %w", err)
+		}
+		conns.Go(func() { s.serveConn(ctx, c) })
+	}
+}
+
+// maxCalls bounds the calls in flight, so that a flood of egress_open frames
+// cannot exhaust descriptors.
+const maxCalls = 64
+
+// server is one running egressd.
+type server struct {
+	limits        config.Egress
+	allowPeer     func(sock.Peer) bool
+	resolver      Resolver
+	roots         *x509.CertPool
+	log           *log.Logger
+	beforeConnect func(netip.AddrPort) error
+	slots         chan struct{}
+	calls         sync.WaitGroup
+}
+
+func newServer(opts Options) (*server, error) {
+	s := &server{
+		limits: opts.Limits, allowPeer: opts.AllowPeer, resolver: opts.Resolver,
+		roots: opts.RootCAs, log: opts.Log, beforeConnect: opts.beforeConnect,
+		slots: make(chan struct{}, maxCalls),
+	}
+	if s.limits == (config.Egress{}) {
+		s.limits = config.Defaults().Egress
+	}
+	if s.limits.MaxBytes <= 0 || s.limits.Timeout <= 0 || s.limits.MaxRedirects < 0 {
+		return nil, fmt.Errorf("egressd: limits %+v: bytes and time must be positive, redirects not negative", s.limits)
+	}
+	if s.allowPeer == nil {
+		uid := uint32(os.Getuid())
+		s.allowPeer = func(p sock.Peer) bool { return p.UID == uid }
+	}
+	if s.resolver == nil {
+		s.resolver = net.DefaultResolver
+	}
+	if s.log == nil {
+		s.log = log.New(os.Stderr, "egressd: ", 0)
+	}
+	return s, nil
+}

@@ -1,0 +1,61 @@
+package egressd
+
+import (
+	"bytes"
+	"strings"
+)
+
+// redacted replaces the secret wherever egressd finds it.
+const redacted = "[redacted]"
+
+// secret is a call's Authorization value. egressd adds it to the upstream
+// request and takes it out of everything else: the response the sandbox
+// reads (an upstream may echo a key in an error message) and the log.
+type secret struct {
+	value   string
+	needles []string // the whole value, and the credential after its scheme
+}
+
+func newSecret(auth *string) secret {
+	if auth == nil {
+		return secret{}
+	}
+	s := secret{value: *auth, needles: []string{*auth}}
+	if _, cred, ok := strings.Cut(*auth, " "); ok {
+		if cred = strings.TrimSpace(cred); cred != "" && cred != *auth {
+			s.needles = append(s.needles, cred)
+		}
+	}
+	return s
+}
+
+// isSet reports whether the call carries a secret.
+func (s secret) isSet() bool { return s.value != "" }
+
+func (s secret) redact(text string) string {
+	for _, n := range s.needles {
+		text = strings.ReplaceAll(text, n, redacted)
+	}
+	return text
+}
+
+// redactBody replaces every whole occurrence and, when the body was cut,
+// also drops a tail that is the start of one: a cut can fall inside an
+// echoed key.
+func (s secret) redactBody(b []byte, truncated bool) []byte {
+	for _, n := range s.needles {
+		b = bytes.ReplaceAll(b, []byte(n), []byte(redacted))
+	}
+	if !truncated {
+		return b
+	}
+	for _, n := range s.needles {
+		for k := min(len(n)-1, len(b)); k > 0; k-- {
+			if bytes.HasSuffix(b, []byte(n[:k])) {
+				b = b[:len(b)-k]
+				break
+			}
+		}
+	}
+	return b
+}
