@@ -98,6 +98,13 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"approval_decision", ApprovalDecision{}},
 	variant{"egress_open", EgressOpen{}},
 	variant{"egress_ready", EgressReady{}},
+	variant{"chat_send", ChatSend{}},
+	variant{"chat_event", (*ChatEvent)(nil)},
+	variant{"chat_done", ChatDone{}},
+	variant{"session_list", SessionList{}},
+	variant{"session_list_result", SessionListResult{}},
+	variant{"session_log", SessionLog{}},
+	variant{"session_log_result", SessionLogResult{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",
@@ -107,11 +114,19 @@ var toolResponses = newUnion[ToolResponse]("status", "",
 	variant{"denied", Denied{}},
 )
 
-var unions = []*union{messages, toolResponses, decisions, logRecords}
+var unions = []*union{messages, toolResponses, chatEvents, decisions, logRecords}
 
 // partial lists the message types sent with final false: a response that
 // goes on. Every other message is a whole request or the end of a response.
-var partial = []reflect.Type{reflect.TypeFor[PendingApproval]()}
+var partial = []reflect.Type{
+	reflect.TypeFor[PendingApproval](),
+	reflect.TypeFor[SessionEvent](),
+	reflect.TypeFor[Delta](),
+	reflect.TypeFor[Reasoning](),
+	reflect.TypeFor[ToolCallEvent](),
+	reflect.TypeFor[ApprovalPendingEvent](),
+	reflect.TypeFor[ToolResultEvent](),
+}
 
 // KindOf returns m's kind as the wire names it ("tool_request", ...), or ""
 // for a nil or foreign Message.
