@@ -4,6 +4,8 @@ GO       ?= go
 OUT      ?= bin/boxmaker
 VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 20s
+# Where `make run` keeps its state (git-ignored).
+STATE    ?= .state
 # The figures issue 3 asks for come from a 200 MB audit log.
 AUDIT_BENCH_MB ?= 200
 
@@ -42,8 +44,11 @@ fuzz: ## each fuzz target for FUZZTIME (default 20s)
 	  done; \
 	done
 
-run: ## start boxmaker (not built yet: the roles come with later issues)
-	@echo "make run: the agent loop and its daemons are not built yet; brokerd, egressd and the tools run today (see README). Try: make build && bin/boxmaker --help" >&2; exit 1
+run: build ## start boxmaker in $(STATE) and chat (the scripted model unless BOXMAKER_UPSTREAM is set); leaving chat stops it
+	@test -f $(STATE)/etc/config.toml || $(OUT) init --home $(STATE)
+	@$(OUT) up --home $(STATE) $(if $(BOXMAKER_UPSTREAM),,--scripted-model) $(if $(filter 0,$(shell id -u)),--create-users) 2>$(STATE)/up.log & up=$$!; \
+	  trap 'kill $$up 2>/dev/null; wait $$up 2>/dev/null' EXIT INT TERM; \
+	  $(OUT) chat --home $(STATE) --wait 60s || { echo "make run: see $(STATE)/up.log" >&2; exit 1; }
 
 clean: ## remove bin/
 	rm -rf bin

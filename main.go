@@ -10,19 +10,25 @@ import (
 	"boxmaker/roles/brokerd"
 	"boxmaker/roles/bxctl"
 	"boxmaker/roles/egressd"
+	"boxmaker/roles/gatewayd"
+	"boxmaker/roles/inferproxy"
+	"boxmaker/roles/loopd"
 	"boxmaker/roles/toolkit"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=...".
 var version = "dev"
 
-// program lists the roles built into this binary.
+// program lists the roles built into this binary, in the role table's order.
 func program() roles.Program {
 	return roles.Program{
 		Version: version,
 		Roles: []roles.Role{
 			{Name: "egressd", Command: egressd.Command},
+			{Name: "inferproxy", Command: inferproxy.Command},
+			{Name: "gatewayd", Command: gatewayd.Command},
 			{Name: "brokerd", Command: brokerd.Command},
+			{Name: "loopd", Command: loopd.Command},
 			{Name: "toolkit", Command: toolkit.Command},
 			{Name: "bxctl", Command: bxctl.Command},
 		},

@@ -92,6 +92,9 @@ func prepare(cmd *cli.Command) {
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = groupAction
 	}
+	if spec, ok := Lookup(cmd.Name); ok && spec.Daemon && cmd.Before == nil {
+		cmd.Before = confineDaemon
+	}
 	for _, sub := range cmd.Commands {
 		prepare(sub)
 	}

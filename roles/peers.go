@@ -12,9 +12,10 @@ import (
 // the directory permissions that already keep others out (SO_PEERCRED is
 // checked on every connection).
 //
-// When boxmaker runs as root and the role's user exists, that user's uid is
-// the one; otherwise every role runs under the caller's uid, which is then
-// the one. bxctl is the owner: root, or the uid that runs the daemons.
+// A listener running as its own role user (under systemd, or under up as
+// root) accepts only the client role's user. Otherwise every role runs under
+// one uid (up not as root, or a development run), and that uid is accepted
+// too. bxctl is the owner: root, or the uid that runs the daemons.
 func PeerUIDs(client string) ([]uint32, error) {
 	self := uint32(os.Getuid())
 	if client == "bxctl" {
@@ -24,18 +25,36 @@ func PeerUIDs(client string) ([]uint32, error) {
 	if !ok || spec.User == "" {
 		return nil, fmt.Errorf("no role %q runs a client", client)
 	}
-	if self != 0 {
-		return []uint32{self}, nil
+	var uids []uint32
+	if uid, ok := userUID(spec.User); ok {
+		uids = append(uids, uid)
 	}
-	u, err := user.Lookup(spec.User)
+	if !runsAsRoleUser(self) && !slices.Contains(uids, self) {
+		uids = append(uids, self)
+	}
+	return uids, nil
+}
+
+// runsAsRoleUser reports whether uid is the user of one of the daemons.
+func runsAsRoleUser(uid uint32) bool {
+	for _, spec := range Table {
+		if u, ok := userUID(spec.User); spec.Daemon && ok && u == uid {
+			return true
+		}
+	}
+	return false
+}
+
+func userUID(name string) (uint32, bool) {
+	if name == "" {
+		return 0, false
+	}
+	u, err := user.Lookup(name)
 	if err != nil {
-		return []uint32{self}, nil // no role users: everything runs as root
+		return 0, false
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
-	if err != nil {
-		return nil, fmt.Errorf("user %s has uid %q", spec.User, u.Uid)
-	}
-	return []uint32{uint32(uid)}, nil
+	return uint32(uid), err == nil
 }
 
 // UserName names a uid for people and audit records: its login name, or

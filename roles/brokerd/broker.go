@@ -24,6 +24,7 @@ type broker struct {
 	approvals *approvals
 	runner    *runner
 	fatal     func(error) // stops brokerd: the audit log can no longer be written
+	gateway   bool        // offer approvals to gatewayd ([gateway] is configured)
 
 	badMu    sync.Mutex
 	badSeen  map[string]bool // grant errors already logged, so each is logged once

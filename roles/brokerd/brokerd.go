@@ -88,6 +88,9 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 			return nil, err
 		}
 	}
+	if err := checkStatic(opts.Executable); err != nil {
+		return nil, err
+	}
 	caps, err := sandbox.Check(ctx, cfg.Sandbox.Bwrap)
 	if err != nil {
 		return nil, fmt.Errorf("brokerd cannot sandbox tools here, so it will not start:\n%w", err)
@@ -97,7 +100,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 		opts.Log.Print("running as root: the kernel exempts root from the sandbox's process limit; run brokerd as its own user (boxmaker up does)")
 	}
 	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(),
-		badSeen: map[string]bool{}, grantDir: opts.Paths.Grants}
+		badSeen: map[string]bool{}, grantDir: opts.Paths.Grants, gateway: cfg.Gateway != nil}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
 		egressSock: socketPath(opts.Paths, "brokerd", "egressd")}
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {

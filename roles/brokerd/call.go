@@ -102,6 +102,11 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	if err := reply(false, wire.PendingApproval{Approval: info.Approval, Expires: expires}); err != nil {
 		return err
 	}
+	if b.gateway {
+		offerCtx, stopOffer := context.WithCancel(ctx)
+		defer stopOffer()
+		go b.offerToGateway(offerCtx, info)
+	}
 	timer := time.NewTimer(b.cfg.Broker.ApprovalTimeout.D())
 	defer timer.Stop()
 	select {

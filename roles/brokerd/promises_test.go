@@ -280,3 +280,23 @@ func TestNoSandboxNoStart(t *testing.T) {
 		t.Error("brokerd listened although it cannot sandbox")
 	}
 }
+
+// A dynamically linked boxmaker could not run in the tool sandboxes, so
+// brokerd refuses to start with one rather than fail every call.
+func TestDynamicBinaryRefused(t *testing.T) {
+	h := newHome(t, "", nil)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "boxmaker-dynamic")
+	build := exec.Command("go", "build", "-o", bin, "boxmaker")
+	build.Env = append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Skipf("skipping: cannot build with cgo here: %v\n%s", err, out)
+	}
+	if checkStatic(bin) == nil {
+		t.Skip("skipping: the cgo build came out static here")
+	}
+	out, err := exec.Command(bin, "brokerd", "--home", h.dir).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "dynamically linked") {
+		t.Fatalf("brokerd started with a dynamic binary: %v\n%s", err, out)
+	}
+}

@@ -14,6 +14,12 @@ func Command() *cli.Command {
 // Commands builds bxctl's command tree afresh.
 func Commands() []*cli.Command {
 	return append(approvalCommands(),
+		initCommand(),
+		upCommand(),
+		statusCommand(),
+		chatCommand(),
+		sessionsCommand(),
+		installCommand(),
 		auditCommand(),
 		grantsCommand(),
 		wireCommand(),

@@ -147,7 +147,7 @@ func newServer(opts Options) (*server, error) {
 	if s.limits == (config.Egress{}) {
 		s.limits = config.Defaults().Egress
 	}
-	if s.limits.MaxBytes <= 0 || s.limits.Timeout <= 0 || s.limits.MaxRedirects < 0 {
+	if s.limits.MaxBytes <= 0 || s.limits.Timeout.D() <= 0 || s.limits.MaxRedirects < 0 {
 		return nil, fmt.Errorf("egressd: limits %+v: bytes and time must be positive, redirects not negative", s.limits)
 	}
 	if s.allowPeer == nil {

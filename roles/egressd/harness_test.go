@@ -44,7 +44,7 @@ type harness struct {
 }
 
 // testLimits are short enough for tests and loose enough for -race.
-var testLimits = config.Egress{MaxBytes: 1 << 20, Timeout: config.Duration(5 * time.Second), MaxRedirects: 3}
+var testLimits = config.Egress{MaxBytes: 1 << 20, Timeout: config.Dur(5 * time.Second), MaxRedirects: 3}
 
 // startEgressd serves with opts, filling in the harness's resolver, log,
 // test roots and dial hook where opts leaves them empty.

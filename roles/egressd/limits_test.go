@@ -26,7 +26,7 @@ func TestBodyOverTheCapIsCutAndFlagged(t *testing.T) {
 
 func TestSlowServerTimesOut(t *testing.T) {
 	limit := 300 * time.Millisecond
-	h := startEgressd(t, Options{Limits: config.Egress{MaxBytes: 1000, Timeout: config.Duration(limit), MaxRedirects: 3}})
+	h := startEgressd(t, Options{Limits: config.Egress{MaxBytes: 1000, Timeout: config.Dur(limit), MaxRedirects: 3}})
 	up := newUpstream(t, true, func(w http.ResponseWriter, r *http.Request) {
 		w.Write([]byte("partial"))
 		w.(http.Flusher).Flush()

@@ -15,12 +15,20 @@ import (
 // Config is config.toml. Every table and key is optional; Load fills the
 // defaults for what is absent.
 type Config struct {
-	Infer   Infer   `toml:"infer"`
-	Broker  Broker  `toml:"broker"`
-	Sandbox Sandbox `toml:"sandbox"`
-	Egress  Egress  `toml:"egress"`
-	Consult Consult `toml:"consult"`
+	Infer   Infer    `toml:"infer"`
+	Broker  Broker   `toml:"broker"`
+	Sandbox Sandbox  `toml:"sandbox"`
+	Egress  Egress   `toml:"egress"`
+	Consult Consult  `toml:"consult"`
+	Loop    Loop     `toml:"loop"`
+	Gateway *Gateway `toml:"gateway"` // gatewayd runs only when this table is present
 }
+
+// ScriptedUpstream is the upstream `boxmaker up --scripted-model` gives
+// inferproxy: the llama-server double of fixtures/llamadouble, served inside
+// inferproxy's own unprivileged process (it parses prompts that hold web
+// content), never inside the supervisor.
+const ScriptedUpstream = "scripted:"
 
 // Infer is inferproxy's upstream: the one key without a default.
 type Infer struct {
@@ -59,9 +67,10 @@ type Consult struct {
 // Defaults returns the configuration used for every absent key.
 func Defaults() Config {
 	return Config{
-		Broker:  Broker{ApprovalTimeout: Duration(10 * time.Minute), ResultMaxBytes: 64 << 10},
-		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Duration(30 * time.Second), OutputBytes: 1 << 20, Processes: 64},
-		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Duration(20 * time.Second), MaxRedirects: 5},
+		Broker:  Broker{ApprovalTimeout: Dur(10 * time.Minute), ResultMaxBytes: 64 << 10},
+		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Dur(30 * time.Second), OutputBytes: 1 << 20, Processes: 64},
+		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
+		Loop:    DefaultLoop(),
 	}
 }
 
@@ -93,16 +102,21 @@ func (c *Config) finish() error {
 	if up := os.Getenv("BOXMAKER_UPSTREAM"); up != "" {
 		c.Infer.Upstream = up
 	}
+	if c.Gateway != nil {
+		if err := c.Gateway.Check(); err != nil {
+			return err
+		}
+	}
 	for _, check := range []struct {
 		ok  bool
 		msg string
 	}{
-		{c.Broker.ApprovalTimeout > 0, "broker.approval_timeout must be positive"},
+		{c.Broker.ApprovalTimeout.D() > 0, "broker.approval_timeout must be positive"},
 		{c.Broker.ResultMaxBytes > 0, "broker.result_max_bytes must be positive"},
 		{strings.HasPrefix(c.Sandbox.Bwrap, "/"), "sandbox.bwrap must be an absolute path"},
-		{c.Sandbox.CPUSeconds > 0 && c.Sandbox.MemoryMB > 0 && c.Sandbox.WallTime > 0 &&
+		{c.Sandbox.CPUSeconds > 0 && c.Sandbox.MemoryMB > 0 && c.Sandbox.WallTime.D() > 0 &&
 			c.Sandbox.OutputBytes > 0 && c.Sandbox.Processes > 0, "sandbox limits must be positive"},
-		{c.Egress.MaxBytes > 0 && c.Egress.Timeout > 0 && c.Egress.MaxRedirects >= 0, "egress limits must be positive"},
+		{c.Egress.MaxBytes > 0 && c.Egress.Timeout.D() > 0 && c.Egress.MaxRedirects >= 0, "egress limits must be positive"},
 	} {
 		if !check.ok {
 			return errors.New(check.msg)
@@ -130,19 +144,23 @@ func describe(err error) string {
 	return err.Error()
 }
 
-// Duration is a TOML string such as "10m" or "30s".
-type Duration time.Duration
+// Duration is a TOML string such as "10m" or "30s". It is a struct so that
+// a bare TOML integer (which would read as nanoseconds) is a type error.
+type Duration struct{ d time.Duration }
+
+// Dur makes a Duration, for defaults and tests.
+func Dur(d time.Duration) Duration { return Duration{d} }
 
 func (d *Duration) UnmarshalText(b []byte) error {
 	v, err := time.ParseDuration(string(b))
 	if err != nil {
 		return fmt.Errorf("%q is not a duration such as \"30s\" or \"10m\"", b)
 	}
-	*d = Duration(v)
+	d.d = v
 	return nil
 }
 
-func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.d.String()), nil }
 
 // D returns d as a time.Duration.
-func (d Duration) D() time.Duration { return time.Duration(d) }
+func (d Duration) D() time.Duration { return d.d }

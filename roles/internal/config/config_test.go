@@ -75,3 +75,11 @@ func TestResolve(t *testing.T) {
 		t.Errorf("flags: %+v", p)
 	}
 }
+
+// A bare integer would read as nanoseconds; it is a type error instead.
+func TestDurationNeedsAUnit(t *testing.T) {
+	path := writeConfig(t, "[broker]\napproval_timeout = 600\n")
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), `"600" is not a duration`) {
+		t.Fatalf("a bare integer duration: %v", err)
+	}
+}

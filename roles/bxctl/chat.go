@@ -1,0 +1,201 @@
+package bxctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"boxmaker/roles"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
+
+	"github.com/urfave/cli/v3"
+	"golang.org/x/term"
+)
+
+func chatCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "chat",
+		Usage: "talk to boxmaker: interactive in a terminal, or one message with --message (or on stdin)",
+		Flags: append(homeFlags(),
+			&cli.StringFlag{Name: "session", Usage: "resume this session (default: a new one)"},
+			&cli.StringFlag{Name: "message", Usage: "send this one message, print the reply on stdout, and exit"},
+			&cli.DurationFlag{Name: "wait", Usage: "wait this long for loopd to answer (while boxmaker up starts)"},
+		),
+		Action: chat,
+	}
+}
+
+// chatter runs turns against loopd and shows them.
+type chatter struct {
+	paths   config.Paths
+	session *wire.SessionID
+	loop    *sock.Client
+	view    view
+}
+
+// view is where a turn is shown: a terminal, or stdout and stderr.
+type view interface {
+	delta(text string)
+	reasoning(text string)
+	activity(line string)
+	done(content string)
+	askApproval(a wire.Approval) *bool // nil when it cannot ask
+}
+
+func chat(ctx context.Context, cmd *cli.Command) error {
+	if cmd.Args().Present() {
+		return usagef("chat takes no arguments; use --message TEXT")
+	}
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return err
+	}
+	c := &chatter{paths: paths}
+	if name := cmd.String("session"); name != "" {
+		id, err := wire.ParseSessionID(name)
+		if err != nil {
+			return usagef("--session: %v", err)
+		}
+		c.session = &id
+	}
+	if c.loop, err = waitForLoopd(ctx, paths, cmd.Duration("wait")); err != nil {
+		return err
+	}
+	defer c.loop.Close()
+	msg, oneShot := cmd.String("message"), cmd.IsSet("message")
+	stdin, isTTY := os.Stdin, term.IsTerminal(int(os.Stdin.Fd()))
+	if !oneShot && !isTTY {
+		data, err := io.ReadAll(io.LimitReader(stdin, wire.MaxFrame/2))
+		if err != nil {
+			return err
+		}
+		msg, oneShot = strings.TrimSpace(string(data)), true
+	}
+	if oneShot {
+		c.view = plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter}
+		return c.turn(ctx, msg)
+	}
+	return c.interactive(ctx)
+}
+
+func dialLoopd(paths config.Paths) (*sock.Client, error) {
+	pair, _ := roles.PairOf("bxctl", "loopd")
+	path := paths.Join("run", pair.Dir(), pair.Socket)
+	c, err := sock.Dial(path)
+	if err != nil {
+		return nil, fmt.Errorf("loopd is not answering at %s (start boxmaker with: boxmaker up --home %s): %w", path, paths.Home, err)
+	}
+	return c, nil
+}
+
+// waitForLoopd dials loopd, trying again for up to wait.
+func waitForLoopd(ctx context.Context, paths config.Paths, wait time.Duration) (*sock.Client, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		c, err := dialLoopd(paths)
+		if err == nil || time.Now().After(deadline) {
+			return c, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// turn sends one message and shows the turn until chat_done.
+func (c *chatter) turn(ctx context.Context, content string) error {
+	if strings.TrimSpace(content) == "" {
+		return usagef("chat: the message is empty")
+	}
+	final, err := c.loop.Call(ctx, wire.ChatSend{Session: c.session, Content: content}, func(m wire.Message) error {
+		return c.event(ctx, m)
+	})
+	if err != nil {
+		return fmt.Errorf("chat: %w", err)
+	}
+	done, ok := final.(wire.ChatDone)
+	if !ok {
+		return fmt.Errorf("chat: loopd answered %s", wire.KindOf(final))
+	}
+	c.session = &done.Session
+	c.view.done(done.Content)
+	return nil
+}
+
+func (c *chatter) event(ctx context.Context, m wire.Message) error {
+	switch e := m.(type) {
+	case wire.SessionEvent:
+		c.session = &e.Session
+		c.view.activity("session " + e.Session.String())
+	case wire.Delta:
+		c.view.delta(e.Text)
+	case wire.Reasoning:
+		c.view.reasoning(e.Text)
+	case wire.ToolCallEvent:
+		c.view.activity(fmt.Sprintf("call %d: %s %q", e.Call, e.Tool, e.Arguments))
+	case wire.ToolResultEvent:
+		c.view.activity(fmt.Sprintf("call %d: %s: %s", e.Call, e.Outcome, e.Detail))
+	case wire.ApprovalPendingEvent:
+		return c.approval(ctx, e)
+	}
+	return nil
+}
+
+// approval shows a pending approval as brokerd describes it, never as loopd
+// does, and answers brokerd directly when the owner can be asked.
+func (c *chatter) approval(ctx context.Context, e wire.ApprovalPendingEvent) error {
+	a, err := c.describeApproval(ctx, e.Approval)
+	if err != nil {
+		c.view.activity(fmt.Sprintf("approval %s is pending, but brokerd does not describe it: %v", e.Approval, err))
+		return nil
+	}
+	approve := c.view.askApproval(a)
+	if approve == nil {
+		c.view.activity(fmt.Sprintf("approval %s is pending until %s: answer with `boxmaker approve %s` or `boxmaker deny %s`", a.Approval, a.Expires, a.Approval, a.Approval))
+		return nil
+	}
+	res, err := callAdmin(ctx, c.paths, wire.ApprovalAnswer{Approval: a.Approval, Approve: *approve})
+	if err != nil {
+		c.view.activity("could not answer the approval: " + err.Error())
+		return nil
+	}
+	if r, ok := res.(wire.ApprovalAnswerResult); ok {
+		c.view.activity(fmt.Sprintf("approval %s: %s", a.Approval, r.Outcome))
+	}
+	return nil
+}
+
+func (c *chatter) describeApproval(ctx context.Context, id string) (wire.Approval, error) {
+	res, err := callAdmin(ctx, c.paths, wire.ApprovalList{})
+	if err != nil {
+		return wire.Approval{}, err
+	}
+	list, ok := res.(wire.ApprovalListResult)
+	if !ok {
+		return wire.Approval{}, errors.New("unexpected answer " + wire.KindOf(res))
+	}
+	for _, a := range list.Approvals {
+		if a.Approval == id {
+			return a, nil
+		}
+	}
+	return wire.Approval{}, errors.New("no such pending approval")
+}
+
+// callAdmin sends one message on the owner's socket to brokerd.
+func callAdmin(ctx context.Context, paths config.Paths, m wire.Message) (wire.Message, error) {
+	c, err := sock.Dial(adminSocket(paths))
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Call(ctx, m, nil)
+}

@@ -1,0 +1,107 @@
+package bxctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"boxmaker/policy"
+
+	"github.com/urfave/cli/v3"
+)
+
+func initCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "init",
+		Usage:  "write a working layout: config with comments, safe example grants, memory/core.md",
+		Flags:  homeFlags(),
+		Action: initHome,
+	}
+}
+
+// layoutFile is one file init writes; dir is relative to the home or to the
+// config's directory.
+type layoutFile struct {
+	inEtc bool
+	path  string
+	mode  os.FileMode
+	text  string
+}
+
+func initHome(_ context.Context, cmd *cli.Command) error {
+	if cmd.Args().Present() {
+		return usagef("init takes no arguments; use --home DIR")
+	}
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return err
+	}
+	etc := filepath.Dir(paths.Config)
+	var existing []string
+	for _, f := range layout() {
+		if _, err := os.Lstat(f.where(paths.Home, etc)); !errors.Is(err, fs.ErrNotExist) {
+			existing = append(existing, f.where(paths.Home, etc))
+		}
+	}
+	if len(existing) > 0 {
+		return fmt.Errorf("init: refusing to overwrite what exists:\n  %s", strings.Join(existing, "\n  "))
+	}
+	for _, dir := range []string{paths.Home, paths.Grants, paths.Secrets} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return err
+		}
+	}
+	for _, f := range layout() {
+		if err := f.write(paths.Home, etc); err != nil {
+			return err
+		}
+	}
+	if _, bad, err := policy.LoadDir(paths.Grants); err != nil || len(bad) > 0 {
+		return fmt.Errorf("init wrote grants that do not check: %v %v", err, bad)
+	}
+	out := cmd.Root().Writer
+	fmt.Fprintf(out, "initialised %s (config %s)\n", paths.Home, paths.Config)
+	fmt.Fprintln(out, "next: boxmaker up --home "+paths.Home+" --scripted-model   (or set [infer] upstream)")
+	return nil
+}
+
+func (f layoutFile) where(home, etc string) string {
+	if f.inEtc {
+		return filepath.Join(etc, f.path)
+	}
+	return filepath.Join(home, f.path)
+}
+
+func (f layoutFile) write(home, etc string) error {
+	path := f.where(home, etc)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	file, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, f.mode)
+	if err != nil {
+		return err
+	}
+	if _, err := file.WriteString(f.text); err != nil {
+		file.Close()
+		return err
+	}
+	return file.Close()
+}
+
+// layout is everything init writes. The grants are safe by default: public
+// fetches ask, notes are read without asking and written only on approval.
+func layout() []layoutFile {
+	return []layoutFile{
+		{true, "config.toml", 0o644, configTemplate},
+		{true, "grants/notes-read.toml", 0o644, grantNotesRead},
+		{true, "grants/notes-search.toml", 0o644, grantNotesSearch},
+		{true, "grants/notes-write.toml", 0o644, grantNotesWrite},
+		{true, "grants/fetch-public.toml", 0o644, grantFetchPublic},
+		{false, "memory/core.md", 0o644, coreMemory},
+		{false, "memory/notes/welcome.md", 0o600, welcomeNote},
+	}
+}

@@ -1,0 +1,280 @@
+package bxctl
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"boxmaker/roles"
+	"boxmaker/roles/internal/units"
+
+	"github.com/urfave/cli/v3"
+)
+
+var updateGolden = flag.Bool("update", false, "rewrite testdata/*.golden from what the code prints now")
+
+// runInstall runs `boxmaker install ARGS...`.
+func runInstall(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	p := roles.Program{Version: "test", Commands: func() []*cli.Command { return []*cli.Command{installCommand()} }}
+	var out, errOut bytes.Buffer
+	code := p.Run(context.Background(), append([]string{"boxmaker", "install"}, args...), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+// golden compares got with testdata/name, or rewrites it under -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *updateGolden {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (create it with go test ./roles/bxctl -run %s -update)", err, t.Name())
+	}
+	if got != string(want) {
+		t.Errorf("output differs from %s (after a deliberate change: go test ./roles/bxctl -run %s -update, and read the diff)\n%s",
+			path, t.Name(), firstDifference(string(want), got))
+	}
+}
+
+func firstDifference(want, got string) string {
+	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
+	for i := range min(len(w), len(g)) {
+		if w[i] != g[i] {
+			return fmt.Sprintf("line %d:\nwant: %s\ngot:  %s", i+1, w[i], g[i])
+		}
+	}
+	return fmt.Sprintf("want %d lines, got %d", len(w), len(g))
+}
+
+// writeConfig makes prefix/etc/boxmaker/config.toml.
+func writeConfig(t *testing.T, prefix, text string) {
+	t.Helper()
+	path := units.LayoutUnder(prefix).Config()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestInstallDryRunGolden is the production install on a host with a
+// gateway: every command and every unit, as --dry-run prints them.
+func TestInstallDryRunGolden(t *testing.T) {
+	plan, err := units.NewPlan(units.NewSite(units.DefaultLayout(), "http://127.0.0.1:8080", "mattermost-bot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "install-systemd.golden", units.Script(plan, "./boxmaker"))
+}
+
+// TestInstallDryRunPrefix runs the command itself: the config under the
+// prefix decides the units, and nothing is created.
+func TestInstallDryRunPrefix(t *testing.T) {
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	prefix := t.TempDir()
+	writeConfig(t, prefix, "[infer]\nupstream = \"http://10.1.2.3:8080\"\n")
+	code, out, errOut := runInstall(t, "--systemd", "--prefix", prefix, "--dry-run")
+	if code != 0 {
+		t.Fatalf("status %d: %s", code, errOut)
+	}
+	exe, _ := os.Executable()
+	golden(t, "install-prefix.golden", strings.NewReplacer(prefix, "$PREFIX", exe, "$EXE").Replace(out))
+	var made []string
+	filepath.WalkDir(prefix, func(path string, _ fs.DirEntry, _ error) error {
+		made = append(made, strings.TrimPrefix(path, prefix))
+		return nil
+	})
+	if !slices.Equal(made, []string{"", "/etc", "/etc/boxmaker", "/etc/boxmaker/config.toml"}) {
+		t.Errorf("--dry-run changed the tree: %v", made)
+	}
+}
+
+func TestInstallUsage(t *testing.T) {
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	for _, args := range [][]string{{}, {"--systemd", "extra"}, {"--prefix", "/tmp"}} {
+		if code, _, errOut := runInstall(t, args...); code != 2 {
+			t.Errorf("%q: status %d, want 2 (%s)", args, code, errOut)
+		}
+	}
+	t.Setenv("BOXMAKER_UPSTREAM", "http://10.9.9.9:1")
+	code, _, errOut := runInstall(t, "--systemd", "--prefix", t.TempDir(), "--dry-run")
+	if code != 1 || !strings.Contains(errOut, "units never see it") {
+		t.Errorf("BOXMAKER_UPSTREAM set: status %d, %q", code, errOut)
+	}
+}
+
+func TestInstallNixData(t *testing.T) {
+	code, out, _ := runInstall(t, "--nix-data")
+	want, _ := units.NixData()
+	if code != 0 || out != string(want) {
+		t.Errorf("status %d; --nix-data is not units.NixData", code)
+	}
+}
+
+// fakeSystem stands for the user database and systemd: every account it
+// knows maps to the test's own uid and gid, so chown works without root.
+type fakeSystem struct {
+	accounts map[string]bool
+	members  map[string][]string
+	ran      []string
+}
+
+func newFakeSystem() *fakeSystem {
+	return &fakeSystem{accounts: map[string]bool{"root": true}, members: map[string][]string{}}
+}
+
+func (f *fakeSystem) lookupUser(name string) (int, error) {
+	if !f.accounts[name] {
+		return 0, errors.New("unknown user " + name)
+	}
+	return os.Getuid(), nil
+}
+
+func (f *fakeSystem) lookupGroup(name string) (int, error) {
+	if !f.accounts[name] {
+		return 0, errors.New("unknown group " + name)
+	}
+	return os.Getgid(), nil
+}
+
+func (f *fakeSystem) inGroup(user, group string) (bool, error) {
+	return slices.Contains(f.members[group], user), nil
+}
+
+func (f *fakeSystem) run(args ...string) error {
+	f.ran = append(f.ran, strings.Join(args, " "))
+	name := args[len(args)-1]
+	switch args[0] {
+	case "useradd", "groupadd":
+		f.accounts[name] = true
+	case "usermod":
+		f.members[args[3]] = append(f.members[args[3]], name)
+	}
+	return nil
+}
+
+func (f *fakeSystem) systemdRunning() bool { return false }
+
+// installInto does a real run into a temporary prefix with a fake system.
+func installInto(t *testing.T, prefix string, sys system) (units.Plan, string) {
+	t.Helper()
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	plan, err := planFor(units.LayoutUnder(prefix))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log bytes.Buffer
+	if err := applyPlan(plan, "/bin/true", sys, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	return plan, log.String()
+}
+
+func TestInstallRealRunIntoPrefix(t *testing.T) {
+	prefix := t.TempDir()
+	writeConfig(t, prefix, "[infer]\nupstream = \"http://10.1.2.3:8080\"\n")
+	sys := newFakeSystem()
+	plan, _ := installInto(t, prefix, sys)
+	if n := len(sys.ran); n != len(plan.Users)+len(plan.Groups)+2*len(plan.Groups) {
+		t.Errorf("ran %d commands: %q", n, sys.ran)
+	}
+	for _, d := range plan.Dirs {
+		fi, err := os.Lstat(d.Path)
+		if err != nil || fi.Mode().Perm()|fi.Mode()&fs.ModeSetgid != d.Mode.FileMode() || fi.IsDir() == d.File {
+			t.Errorf("%s: %v %v, want %s", d.Path, fi.Mode(), err, d.Mode.FileMode())
+		}
+	}
+	for _, l := range plan.Links {
+		if target, err := os.Readlink(l.Path); err != nil || target != units.Binary {
+			t.Errorf("%s -> %q (%v)", l.Path, target, err)
+		}
+	}
+	want, _ := os.ReadFile("/bin/true")
+	if got, err := os.ReadFile(plan.Binary()); err != nil || !bytes.Equal(got, want) {
+		t.Errorf("the binary was not copied: %v", err)
+	}
+	for _, u := range plan.Units {
+		if got, err := os.ReadFile(u.Path); err != nil || string(got) != u.Text {
+			t.Errorf("%s differs from the plan (%v)", u.Path, err)
+		}
+	}
+	ran := len(sys.ran)
+	_, log := installInto(t, prefix, sys)
+	if len(sys.ran) != ran || strings.Contains(log, "write") || strings.Contains(log, "ln -s") || strings.Contains(log, "install -m") {
+		t.Errorf("a second run did something:\n%s%q", log, sys.ran[ran:])
+	}
+}
+
+// TestInstallRefusesALinkedCoreMemory: brokerd owns memory/, so core.md
+// may be a link it planted; install must not chown what it points to.
+func TestInstallRefusesALinkedCoreMemory(t *testing.T) {
+	for _, link := range []func(target, path string) error{os.Symlink, os.Link} {
+		prefix := t.TempDir()
+		memory := filepath.Join(units.LayoutUnder(prefix).Home, "memory")
+		victim := filepath.Join(prefix, "victim")
+		if err := os.MkdirAll(memory, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(victim, []byte("x"), 0o600)
+		if err := link(victim, filepath.Join(memory, "core.md")); err != nil {
+			t.Fatal(err)
+		}
+		t.Setenv("BOXMAKER_UPSTREAM", "")
+		plan, err := planFor(units.LayoutUnder(prefix))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = applyPlan(plan, "/bin/true", newFakeSystem(), &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "refusing") {
+			t.Errorf("no refusal: %v", err)
+		}
+		if fi, _ := os.Stat(victim); fi.Mode().Perm() != 0o600 {
+			t.Errorf("the link's target became %v", fi.Mode())
+		}
+	}
+}
+
+// TestInstallUnitsVerify runs systemd-analyze verify on the units of a real
+// run; any complaint about them fails.
+func TestInstallUnitsVerify(t *testing.T) {
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("systemd-analyze is not installed (Debian: apt-get install systemd): the units were not verified")
+	}
+	// A site with a gateway, so that gatewayd's unit is verified too.
+	prefix := t.TempDir()
+	plan, err := units.NewPlan(units.NewSite(units.LayoutUnder(prefix), "http://10.1.2.3:8080", "mattermost-bot"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := applyPlan(plan, "/bin/true", newFakeSystem(), &bytes.Buffer{}); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, u := range plan.Units {
+		files = append(files, u.Path)
+	}
+	out, err := exec.Command(analyze, append([]string{"verify"}, files...)...).CombinedOutput()
+	if err != nil && !strings.Contains(string(out), plan.Site.Units) {
+		t.Skipf("systemd-analyze verify cannot run here: %v\n%s", err, out)
+	}
+	if err != nil || strings.Contains(string(out), prefix) {
+		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}

@@ -1,0 +1,166 @@
+package bxctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"boxmaker/roles"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/supervise"
+	"boxmaker/wire"
+
+	"github.com/urfave/cli/v3"
+)
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "up",
+		Usage: "start every daemon and keep them running until SIGINT or SIGTERM",
+		Flags: append(homeFlags(), &cli.BoolFlag{
+			Name:  "scripted-model",
+			Usage: "answer with the scripted llama-server stand-in instead of a language model (for trying boxmaker and for tests)",
+		}, &cli.BoolFlag{
+			Name:  "create-users",
+			Usage: "as root, create the role users and pair groups that are missing",
+		}),
+		Action: up,
+	}
+}
+
+// rolePath is the environment every role gets: a PATH and nothing of the
+// caller's, so that no secret in the caller's environment reaches a role.
+const rolePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+func up(ctx context.Context, cmd *cli.Command) error {
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(paths.Config)
+	if err != nil {
+		return err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	ctx, stop := roles.SignalContext(ctx)
+	defer stop()
+	log := cmd.Root().ErrWriter
+	upstream := cfg.Infer.Upstream
+	if cmd.Bool("scripted-model") {
+		upstream = config.ScriptedUpstream
+		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script in fixtures/llamadouble, not from a language model")
+	} else if upstream == "" {
+		return errors.New("no model: set [infer] upstream in " + paths.Config + " or BOXMAKER_UPSTREAM, or start with --scripted-model")
+	}
+	if err := prepareHome(paths); err != nil {
+		return err
+	}
+	creds := map[string]*syscall.Credential{}
+	if os.Geteuid() == 0 {
+		if creds, err = rootSetup(paths, upstream, cmd.Bool("create-users"), log); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(log, "up: not running as root: every role runs as uid %d, separated by process and socket only\n", os.Getuid())
+	}
+	daemons := daemonsFor(paths, upstream, creds, cfg.Gateway != nil)
+	if cfg.Gateway != nil && os.Geteuid() == 0 {
+		dir, err := gatewayCredential(paths, cfg.Gateway.TokenSecret, creds["gatewayd"])
+		if err != nil {
+			return err
+		}
+		for i := range daemons {
+			if daemons[i].Name == "gatewayd" {
+				daemons[i].Env = append(daemons[i].Env, "CREDENTIALS_DIRECTORY="+dir)
+			}
+		}
+	}
+	opts := supervise.Options{
+		Executable: exe, Daemons: daemons, Log: log, MaxRestarts: 5, Window: time.Minute, StartWait: 20 * time.Second,
+		OnChange: func(st []supervise.Status) { writeUpState(paths, st) },
+	}
+	defer os.Remove(upStatePath(paths))
+	return supervise.Run(ctx, opts, func() { upBanner(cmd, paths, daemons, cmd.Bool("scripted-model")) })
+}
+
+func upBanner(cmd *cli.Command, paths config.Paths, daemons []supervise.Daemon, scripted bool) {
+	var names []string
+	for _, d := range daemons {
+		names = append(names, d.Name)
+	}
+	model := "the configured llama-server"
+	if scripted {
+		model = "the SCRIPTED MODEL (not a language model)"
+	}
+	fmt.Fprintf(cmd.Root().ErrWriter, "up: ready: %s, answering with %s\nup: chat with: boxmaker chat --home %s\n",
+		strings.Join(names, ", "), model, paths.Home)
+}
+
+// daemonsFor lists the daemons of the role table that this configuration
+// runs, each with its sockets, its credential (nil: the caller's) and its
+// environment.
+func daemonsFor(paths config.Paths, upstream string, creds map[string]*syscall.Credential, gateway bool) []supervise.Daemon {
+	var out []supervise.Daemon
+	for _, spec := range roles.Table {
+		if !spec.Daemon || (spec.Name == "gatewayd" && !gateway) {
+			continue // gatewayd runs only with a [gateway] table
+		}
+		d := supervise.Daemon{Name: spec.Name, Args: []string{"--home", paths.Home, "--config", paths.Config},
+			Env: []string{rolePath}, Cred: creds[spec.Name]}
+		if spec.Name == "inferproxy" {
+			d.Env = append(d.Env, "BOXMAKER_UPSTREAM="+upstream)
+		}
+		for _, p := range roles.ListensOn(spec.Name) {
+			d.Sockets = append(d.Sockets, paths.Join("run", p.Dir(), p.Socket))
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+func userOfRole(role string) string {
+	spec, _ := roles.Lookup(role)
+	return spec.User
+}
+
+// prepareHome makes the directories the roles write in; as root,
+// rootSetup then gives each its owner and mode.
+func prepareHome(paths config.Paths) error {
+	for _, dir := range []string{"run", "sessions", "memory", "audit", "broker"} {
+		if err := os.MkdirAll(paths.Join(dir), 0o700); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func upStatePath(paths config.Paths) string { return paths.Join("run", "up.json") }
+
+// upState is run/up.json, what `boxmaker status` reads.
+type upState struct {
+	Supervisor int                `json:"supervisor"`
+	Updated    wire.Timestamp     `json:"updated"`
+	Roles      []supervise.Status `json:"roles"`
+}
+
+func writeUpState(paths config.Paths, st []supervise.Status) {
+	now, _ := wire.TimestampOf(time.Now())
+	if st == nil {
+		st = []supervise.Status{}
+	}
+	data, err := wire.Marshal(&upState{Supervisor: os.Getpid(), Updated: now, Roles: st})
+	if err != nil {
+		return
+	}
+	tmp := upStatePath(paths) + ".tmp"
+	if os.WriteFile(tmp, data, 0o644) == nil {
+		os.Rename(tmp, upStatePath(paths))
+	}
+}

@@ -1,0 +1,112 @@
+package inferproxy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"boxmaker/roles"
+)
+
+func TestParseUpstream(t *testing.T) {
+	for _, c := range []struct{ raw, want, err string }{
+		{"http://127.0.0.1:8080", "http://127.0.0.1:8080", ""},
+		{"http://gpu.tailnet:8080/", "http://gpu.tailnet:8080", ""},
+		{"https://gpu.example/llama/", "https://gpu.example/llama", ""},
+		{"", "", "no upstream llama-server"},
+		{"127.0.0.1:8080", "", "scheme must be http or https"},
+		{"ftp://host", "", "scheme must be http or https"},
+		{"http://", "", "has no host"},
+		{"http://user:secret@host:8080", "", "credentials do not belong"},
+		{"http://host:8080/?x=1", "", "a query or fragment"},
+		{"http://host:8080/#top", "", "a query or fragment"},
+	} {
+		u, err := parseUpstream(c.raw)
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%q: error %v, want %q", c.raw, err, c.err)
+		case c.err == "" && (err != nil || u.String() != c.want):
+			t.Errorf("%q: %v, %v; want %s", c.raw, u, err, c.want)
+		case strings.Contains(c.raw, "secret") && strings.Contains(err.Error(), "secret"):
+			t.Errorf("the error shows the password: %v", err)
+		}
+	}
+}
+
+// runCommand runs `boxmaker inferproxy ARGS` as main would, until ctx ends.
+func runCommand(ctx context.Context, args ...string) error {
+	cmd := Command()
+	return cmd.Run(ctx, append([]string{"inferproxy"}, args...))
+}
+
+// Without an upstream, or with a bad one, inferproxy says so at start and
+// creates no socket.
+func TestCommandNeedsAnUpstream(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	err := runCommand(context.Background(), "--home", home)
+	if err == nil || !strings.Contains(err.Error(), "no upstream llama-server: set [infer] upstream") ||
+		!strings.Contains(err.Error(), filepath.Join(home, "etc", "config.toml")) || !strings.Contains(err.Error(), "BOXMAKER_UPSTREAM") {
+		t.Errorf("error %v", err)
+	}
+	t.Setenv("BOXMAKER_UPSTREAM", "localhost:8080")
+	if err := runCommand(context.Background(), "--home", home); err == nil || !strings.Contains(err.Error(), "scheme must be http or https") {
+		t.Errorf("error %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, "run")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a socket directory was made: %v", err)
+	}
+	var usage roles.UsageError
+	if err := runCommand(context.Background(), "--home", home, "extra"); !errors.As(err, &usage) {
+		t.Errorf("an argument: %v, want a usage error", err)
+	}
+}
+
+// The command serves on run/loopd-inferproxy/infer.sock under the home,
+// with the upstream from config.toml unless BOXMAKER_UPSTREAM names one,
+// and stops cleanly when its context ends.
+func TestCommandServes(t *testing.T) {
+	up := startRecorder(t)
+	home, err := os.MkdirTemp("", "ipcmd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(home) })
+	writeConfig(t, home, "[infer]\nupstream = \"http://127.0.0.1:1\"\n")
+	t.Setenv("BOXMAKER_UPSTREAM", up.srv.URL) // the environment wins
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- runCommand(ctx, "--home", home) }()
+	socket := filepath.Join(home, "run", "loopd-inferproxy", "infer.sock")
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if _, err := os.Stat(socket); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no socket after 5s")
+		}
+	}
+	c := unixClient(socket)
+	if e := roundTrip(t, c, newRequest(t, "GET", proxyURL("/props"), nil)); e.status != 200 || !strings.Contains(string(e.body), `"path":"/props"`) {
+		t.Errorf("through the command: %d %s", e.status, e.body)
+	}
+	c.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("stopping: %v", err)
+	}
+}
+
+func writeConfig(t *testing.T, home, content string) {
+	etc := filepath.Join(home, "etc")
+	if err := os.MkdirAll(etc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(etc, "config.toml"), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}

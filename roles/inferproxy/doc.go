@@ -1,0 +1,15 @@
+// Package inferproxy is the inferproxy role: the one process that reaches
+// the llama-server upstream. It listens with plain HTTP on
+// run/loopd-inferproxy/infer.sock, accepts connections only from loopd's uid
+// (SO_PEERCRED, beside the directory's permissions), and forwards the
+// endpoints loopd uses (POST /v1/chat/completions, GET /health, GET /props,
+// GET /slots, POST /tokenize) to the configured upstream, and the answers
+// back, byte for byte and chunk by chunk as they arrive.
+//
+// inferproxy must never forward another endpoint or method, add or rewrite
+// a header beyond the hop-by-hop ones HTTP requires it to drop, buffer a
+// whole response, decompress or retry anything, use a proxy from the
+// environment, connect anywhere but the upstream, accept a request body over
+// its cap, or import another role's package. It keeps serving when the
+// upstream is down, answering 502 until it is back.
+package inferproxy

@@ -1,0 +1,211 @@
+package inferproxy
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/textproto"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+
+	"boxmaker/roles/internal/sock"
+)
+
+// endpoint is one method and path that inferproxy forwards.
+type endpoint struct{ method, path string }
+
+// endpoints are the ones loopd uses (DESIGN.md section 8); every other
+// method or path is refused.
+var endpoints = []endpoint{
+	{http.MethodPost, "/v1/chat/completions"},
+	{http.MethodGet, "/health"},
+	{http.MethodGet, "/props"},
+	{http.MethodGet, "/slots"},
+	{http.MethodPost, "/tokenize"},
+}
+
+// MaxRequestBytes caps a request body: far above any prompt a local
+// model's context holds, far below what would strain inferproxy.
+const MaxRequestBytes = 16 << 20
+
+// proxy forwards allowed requests to the upstream.
+type proxy struct {
+	upstream  *url.URL
+	allowPeer func(sock.Peer) bool
+	log       *log.Logger
+	transport *http.Transport
+}
+
+func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !allowed(r) {
+		// Logged: loopd never asks for these, so one is a bug or a probe.
+		p.log.Printf("refused %s %q: not an endpoint loopd uses", r.Method, r.URL.Path)
+		p.fail(w, http.StatusForbidden, "permission_error", fmt.Sprintf("%s %s is not forwarded; only %s are", r.Method, r.URL.Path, allowedList()))
+		return
+	}
+	if r.ContentLength > MaxRequestBytes {
+		p.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("the request body of %d bytes is over the cap of %d", r.ContentLength, MaxRequestBytes))
+		return
+	}
+	resp, err := p.transport.RoundTrip(p.outgoing(w, r))
+	if err != nil {
+		p.upstreamFailed(w, r, err)
+		return
+	}
+	defer resp.Body.Close()
+	copyHeader(w.Header(), resp.Header)
+	suppressDefaults(w.Header())
+	w.WriteHeader(resp.StatusCode)
+	p.relay(w, r, resp.Body)
+}
+
+// allowed reports whether r is one of the endpoints, by its decoded path
+// exactly: no prefix, no trailing slash, no dot segments.
+func allowed(r *http.Request) bool {
+	for _, e := range endpoints {
+		if r.Method == e.method && r.URL.Path == e.path {
+			return true
+		}
+	}
+	return false
+}
+
+func allowedList() string {
+	var parts []string
+	for _, e := range endpoints {
+		parts = append(parts, e.method+" "+e.path)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// outgoing is r addressed to the upstream: the same method, path, query,
+// headers and body, less the hop-by-hop headers.
+func (p *proxy) outgoing(w http.ResponseWriter, r *http.Request) *http.Request {
+	target := *p.upstream
+	target.Path += r.URL.Path
+	target.RawQuery = r.URL.RawQuery
+	out := &http.Request{
+		Method: r.Method, URL: &target, Host: target.Host,
+		Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: r.Header.Clone(), ContentLength: r.ContentLength,
+	}
+	if out.Header == nil {
+		out.Header = http.Header{}
+	}
+	removeHopByHop(out.Header)
+	out.Header.Del("Expect") // 100-continue is this hop's business, answered by our server
+	if _, ok := out.Header["User-Agent"]; !ok {
+		out.Header["User-Agent"] = []string{""} // an empty value keeps Go from adding its own
+	}
+	if r.ContentLength != 0 {
+		out.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
+	}
+	return out.WithContext(r.Context())
+}
+
+// hopByHop are the headers that belong to one connection (RFC 9110
+// section 7.6.1), which a proxy must not pass on.
+var hopByHop = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
+	"Proxy-Authorization", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopByHop(h http.Header) {
+	for _, v := range h.Values("Connection") {
+		for name := range strings.SplitSeq(v, ",") {
+			if name = textproto.TrimString(name); name != "" {
+				h.Del(name)
+			}
+		}
+	}
+	for _, name := range hopByHop {
+		h.Del(name)
+	}
+}
+
+func copyHeader(dst, src http.Header) {
+	for k, vv := range src {
+		dst[k] = append([]string(nil), vv...)
+	}
+	removeHopByHop(dst)
+}
+
+// suppressDefaults keeps net/http from adding a Date or a sniffed
+// Content-Type that the upstream did not send: a nil value tells the
+// server to leave the header out.
+func suppressDefaults(h http.Header) {
+	for _, name := range []string{"Date", "Content-Type"} {
+		if _, ok := h[name]; !ok {
+			h[name] = nil
+		}
+	}
+}
+
+var buffers = sync.Pool{New: func() any { b := make([]byte, 128<<10); return &b }}
+
+// relay copies the upstream's body to the client, flushing after every
+// read, so each chunk reaches loopd when it reaches inferproxy. If the
+// upstream breaks off, the client's response is cut off too (no clean end
+// that would pass for a whole reply).
+func (p *proxy) relay(w http.ResponseWriter, r *http.Request, body io.Reader) {
+	rc := http.NewResponseController(w)
+	bp := buffers.Get().(*[]byte)
+	defer buffers.Put(bp)
+	buf := *bp
+	for {
+		n, err := body.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return // loopd went away; closing the upstream body cancels the request there
+			}
+			if rc.Flush() != nil {
+				return
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			if r.Context().Err() == nil {
+				p.log.Printf("%s %s: the upstream broke off the response: %v", r.Method, r.URL.Path, err)
+			}
+			panic(http.ErrAbortHandler)
+		}
+	}
+}
+
+// upstreamFailed answers a request that got no response from the upstream.
+func (p *proxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err error) {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		p.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("the request body is over the cap of %d bytes", MaxRequestBytes))
+	case r.Context().Err() != nil:
+		// loopd gave up; nobody is left to answer.
+	default:
+		msg := fmt.Sprintf("the upstream llama-server at %s did not answer %s %s: %v", p.upstream.Redacted(), r.Method, r.URL.Path, err)
+		p.log.Print(msg)
+		p.fail(w, http.StatusBadGateway, "unavailable_error", msg)
+	}
+}
+
+// fail answers with inferproxy's own error, in llama-server's shape so that
+// loopd reads it like any other: {"error":{"code","message","type"}}, the
+// HTTP status equal to code, the message one line.
+func (p *proxy) fail(w http.ResponseWriter, code int, typ, msg string) {
+	body, _ := json.Marshal(map[string]map[string]any{"error": {
+		"code": code, "message": "inferproxy: " + oneLine(msg), "type": typ,
+	}})
+	h := w.Header()
+	h.Set("Content-Type", "application/json; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	_, _ = w.Write(body)
+}
+
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
+}

@@ -1,0 +1,211 @@
+package inferproxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sock"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Command is the inferproxy role: `boxmaker inferproxy [--home DIR] [--config FILE]`.
+func Command() *cli.Command {
+	return &cli.Command{
+		Name:  "inferproxy",
+		Usage: "forward loopd's llama-server requests to the configured upstream",
+		Description: "Listens on run/loopd-inferproxy/infer.sock under the home and serves until\n" +
+			"SIGINT or SIGTERM. The upstream is [infer] upstream in config.toml, or\n" +
+			"$BOXMAKER_UPSTREAM, which wins.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
+			&cli.StringFlag{Name: "config", Usage: "config.toml"},
+		},
+		Action: runAction,
+	}
+}
+
+func runAction(ctx context.Context, cmd *cli.Command) error {
+	if cmd.NArg() > 0 {
+		return roles.Usagef("inferproxy takes no arguments")
+	}
+	paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
+	if err != nil {
+		return err
+	}
+	cfg, err := config.Load(paths.Config)
+	if err != nil {
+		return err
+	}
+	if cfg.Infer.Upstream == "" {
+		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
+	}
+	pair, ok := roles.PairOf("loopd", "inferproxy")
+	if !ok {
+		return errors.New("the role table has no loopd-inferproxy pair")
+	}
+	uids, err := roles.PeerUIDs("loopd")
+	if err != nil {
+		return err
+	}
+	ctx, stop := roles.SignalContext(ctx)
+	defer stop()
+	upstream := cfg.Infer.Upstream
+	if upstream == config.ScriptedUpstream {
+		if upstream, err = serveScriptedModel(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from fixtures/llamadouble's script, not from a language model")
+	}
+	return Main(ctx, Options{
+		Socket:    paths.Join("run", pair.Dir(), pair.Socket),
+		Upstream:  upstream,
+		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
+	})
+}
+
+// Options is what inferproxy needs; Main and tests fill it, and a zero
+// field takes the default named beside it.
+type Options struct {
+	Socket    string               // where Main creates infer.sock
+	Upstream  string               // http://host:port, optionally with a path prefix; required
+	AllowPeer func(sock.Peer) bool // who may connect; nil: inferproxy's own uid
+	Log       *log.Logger          // nil: standard error
+}
+
+// Main checks the upstream, listens on opts.Socket and serves until ctx
+// ends. A bad upstream is an error before the socket exists.
+func Main(ctx context.Context, opts Options) error {
+	if _, err := parseUpstream(opts.Upstream); err != nil {
+		return fmt.Errorf("inferproxy: %w", err)
+	}
+	ln, err := sock.Listen(opts.Socket)
+	if err != nil {
+		return fmt.Errorf("inferproxy: %w", err)
+	}
+	defer ln.Close()
+	return Serve(ctx, ln, opts)
+}
+
+// shutdownGrace is how long a stopping inferproxy lets replies in flight
+// finish before it cuts them.
+const shutdownGrace = 5 * time.Second
+
+// Serve answers on ln until ctx ends, then lets replies in flight finish
+// for shutdownGrace.
+func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
+	p, err := newProxy(opts)
+	if err != nil {
+		return fmt.Errorf("inferproxy: %w", err)
+	}
+	defer p.transport.CloseIdleConnections()
+	srv := &http.Server{
+		Handler:           p,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          p.log,
+	}
+	stopped := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(stopped)
+		grace, cancel := context.WithTimeout(context.Background(), shutdownGrace)
+		defer cancel()
+		if srv.Shutdown(grace) != nil {
+			srv.Close()
+		}
+	})
+	defer stop()
+	p.log.Printf("serving on %s, forwarding to %s", ln.Addr(), p.upstream.Redacted())
+	err = srv.Serve(&peerListener{UnixListener: ln, allow: p.allowPeer, log: p.log})
+	if errors.Is(err, http.ErrServerClosed) {
+		<-stopped
+		return nil
+	}
+	return fmt.Errorf("inferproxy: %w", err)
+}
+
+// parseUpstream accepts http or https, a host, and at most a path prefix:
+// no credentials (they would sit in a config file), no query, no fragment.
+func parseUpstream(raw string) (*url.URL, error) {
+	if raw == "" {
+		return nil, errors.New("no upstream llama-server: set [infer] upstream = \"http://host:port\", or BOXMAKER_UPSTREAM")
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case !strings.Contains(raw, "://"):
+		return nil, fmt.Errorf("upstream %q: the scheme must be http or https, as in http://127.0.0.1:8080", raw)
+	case err != nil:
+		return nil, fmt.Errorf("upstream %q: %w", raw, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return nil, fmt.Errorf("upstream %q: the scheme must be http or https, as in http://127.0.0.1:8080", raw)
+	case u.Host == "" || u.Opaque != "":
+		return nil, fmt.Errorf("upstream %q has no host", raw)
+	case u.User != nil:
+		return nil, fmt.Errorf("upstream %q: credentials do not belong in the URL", u.Redacted())
+	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
+		return nil, fmt.Errorf("upstream %q: a query or fragment means nothing here", raw)
+	}
+	u.Path = strings.TrimRight(u.Path, "/")
+	u.RawPath = ""
+	return u, nil
+}
+
+// newProxy fills the defaults of opts.
+func newProxy(opts Options) (*proxy, error) {
+	up, err := parseUpstream(opts.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	p := &proxy{upstream: up, allowPeer: opts.AllowPeer, log: opts.Log, transport: newTransport()}
+	if p.allowPeer == nil {
+		uid := uint32(os.Getuid())
+		p.allowPeer = func(peer sock.Peer) bool { return peer.UID == uid }
+	}
+	if p.log == nil {
+		p.log = log.New(os.Stderr, "inferproxy: ", 0)
+	}
+	return p, nil
+}
+
+// newTransport is inferproxy's own: no proxy from the environment, no
+// transparent decompression (which would change the bytes), no HTTP/2, and
+// no time limit on a response, since prompt processing on a slow machine
+// can take minutes before the first byte; loopd's request decides.
+func newTransport() *http.Transport {
+	return &http.Transport{
+		Proxy:               nil,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+		MaxIdleConns:        32,
+		MaxIdleConnsPerHost: 32,
+		IdleConnTimeout:     90 * time.Second,
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      64 << 10,
+	}
+}
+
+// serveScriptedModel starts the double on a loopback port for as long as
+// ctx lasts and returns its URL.
+func serveScriptedModel(ctx context.Context) (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go llamadouble.New(llamadouble.Options{Script: llamadouble.DefaultScript()}).Serve(ctx, ln)
+	return "http://" + ln.Addr().String(), nil
+}

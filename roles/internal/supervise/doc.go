@@ -1,0 +1,11 @@
+// Package supervise is `boxmaker up`: it starts each daemon of the role
+// table by re-executing the boxmaker binary with argv[0] set to the role
+// (under the role's own user when it runs as root), prefixes their log lines
+// with the role's name, restarts a role that dies (with backoff, up to a
+// limit), reports readiness when every socket answers, and stops them all on
+// SIGINT or SIGTERM.
+//
+// supervise must never run a role under a uid other than the one the role
+// table names (or the caller's, when not root), and never hand a role a
+// secret in argv or the environment.
+package supervise

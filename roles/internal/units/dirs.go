@@ -1,0 +1,140 @@
+package units
+
+import (
+	"fmt"
+	"io/fs"
+	"path/filepath"
+	"strconv"
+
+	"boxmaker/roles"
+)
+
+// Mode is a Unix mode with the setgid bit where a directory needs it,
+// written in octal as chmod and tmpfiles.d take it.
+type Mode uint32
+
+const setgid Mode = 0o2000
+
+func (m Mode) String() string { return fmt.Sprintf("%04o", uint32(m)) }
+
+func (m Mode) MarshalText() ([]byte, error) { return []byte(m.String()), nil }
+
+func (m *Mode) UnmarshalText(b []byte) error {
+	v, err := strconv.ParseUint(string(b), 8, 12)
+	*m = Mode(v)
+	return err
+}
+
+// FileMode is m as os.Chmod takes it.
+func (m Mode) FileMode() fs.FileMode {
+	fm := fs.FileMode(m & 0o777)
+	if m&setgid != 0 {
+		fm |= fs.ModeSetgid
+	}
+	return fm
+}
+
+// Dir is one directory (or, with File, one file created empty when absent)
+// that install makes and whose owner and mode it sets on every run.
+type Dir struct {
+	Path  string `json:"path"`
+	Owner string `json:"owner"`
+	Group string `json:"group"`
+	Mode  Mode   `json:"mode"`
+	File  bool   `json:"file,omitempty"`
+}
+
+// stateDir is a directory of the home that one role writes. reader, when
+// set, is a role whose login group may pass through it.
+type stateDir struct {
+	path, owner, reader string
+	mode                Mode
+}
+
+// stateDirs is the "writes" column of DESIGN.md's role table. memory/ lets
+// loopd through to core.md (mode 0710: it may open what it is given, list
+// nothing); every other file there keeps brokerd's own group.
+func stateDirs() []stateDir {
+	return []stateDir{
+		{path: "sessions", owner: "loopd", mode: 0o700},
+		{path: "audit", owner: "brokerd", mode: 0o700},
+		{path: "broker", owner: "brokerd", mode: 0o700},
+		{path: "memory", owner: "brokerd", reader: "loopd", mode: 0o710},
+	}
+}
+
+// Dirs lists what install makes, parents first. Each socket directory is
+// owned by its listener, with the pair's group and the setgid bit, so the
+// socket the listener creates there (0660) takes the group and the other
+// role of the pair, alone, may connect.
+func Dirs(s Site) []Dir {
+	run := filepath.Join(s.Home, "run")
+	out := []Dir{
+		{Path: s.Home, Owner: "root", Group: "root", Mode: 0o711},
+		{Path: run, Owner: "root", Group: "root", Mode: 0o711},
+	}
+	for _, p := range roles.Pairs {
+		out = append(out, Dir{Path: filepath.Join(run, p.Dir()), Owner: userOf(p.Listener), Group: s.pairGroup(p), Mode: setgid | 0o750})
+	}
+	for _, d := range stateDirs() {
+		group := userOf(d.owner)
+		if d.reader != "" {
+			group = userOf(d.reader)
+		}
+		out = append(out, Dir{Path: filepath.Join(s.Home, d.path), Owner: userOf(d.owner), Group: group, Mode: d.mode})
+	}
+	broker := userOf("brokerd")
+	return append(out,
+		Dir{Path: filepath.Join(s.Home, "memory", "core.md"), Owner: broker, Group: userOf("loopd"), Mode: 0o640, File: true},
+		Dir{Path: s.Etc, Owner: "root", Group: "root", Mode: 0o755},
+		// Only root writes grants and secrets; brokerd's group may read them.
+		Dir{Path: filepath.Join(s.Etc, "grants"), Owner: "root", Group: broker, Mode: setgid | 0o750},
+		Dir{Path: filepath.Join(s.Etc, "secrets"), Owner: "root", Group: broker, Mode: setgid | 0o750},
+	)
+}
+
+// writablePaths are the directories a role writes: the socket directories
+// it listens in and its state directories. Its unit's ReadWritePaths= are
+// these and nothing else.
+func writablePaths(s Site, role string) []string {
+	var out []string
+	for _, p := range roles.ListensOn(role) {
+		out = append(out, filepath.Join(s.Home, "run", p.Dir()))
+	}
+	for _, d := range stateDirs() {
+		if d.owner == role {
+			out = append(out, filepath.Join(s.Home, d.path))
+		}
+	}
+	return out
+}
+
+// Link is a symlink in the bin directory; argv[0] picks the role.
+type Link struct {
+	Path   string `json:"path"`
+	Target string `json:"target"`
+}
+
+// Binary is the name of the one binary every link points to.
+const Binary = "boxmaker"
+
+// LinkRoles are the roles with a symlink: every daemon, and bxctl for the
+// owner. toolkit runs only inside a sandbox, from the binary itself.
+func LinkRoles() []string {
+	var out []string
+	for _, spec := range roles.Table {
+		if spec.Daemon || spec.Name == ownerRole {
+			out = append(out, spec.Name)
+		}
+	}
+	return out
+}
+
+// Links lists the symlinks, relative so that the bin directory can move.
+func Links(s Site) []Link {
+	var out []Link
+	for _, role := range LinkRoles() {
+		out = append(out, Link{Path: filepath.Join(s.Bin, role), Target: Binary})
+	}
+	return out
+}

@@ -1,0 +1,249 @@
+package units
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite nix/units.json from the role table")
+
+// nixDir is the repository's nix/, seen from this package.
+const nixDir = "../../../nix"
+
+// TestNixDataIsCurrent: the module reads nix/units.json, so it must be what
+// the role table gives today.
+func TestNixDataIsCurrent(t *testing.T) {
+	want, err := NixData()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(nixDir, "units.json")
+	if *update {
+		if err := os.WriteFile(path, want, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	got, err := os.ReadFile(path)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Errorf("%s is not what the role table gives (%v); rewrite it: go test ./roles/internal/units -run NixData -update", path, err)
+	}
+}
+
+// nixInstantiate finds the Nix evaluator, or skips: the gate installs it
+// (Debian's nix-bin), a developer's machine may not have it.
+func nixInstantiate(t *testing.T) string {
+	t.Helper()
+	path, err := exec.LookPath("nix-instantiate")
+	if err != nil {
+		t.Skip("nix-instantiate is not installed (Debian: apt-get install nix-bin): the nix files were not checked")
+	}
+	return path
+}
+
+func TestNixFilesParse(t *testing.T) {
+	bin := nixInstantiate(t)
+	for _, f := range []string{"package.nix", "module.nix", "units.nix", "../roles/internal/units/testdata/stub.nix"} {
+		if out, err := exec.Command(bin, "--parse", filepath.Join(nixDir, f)).CombinedOutput(); err != nil {
+			t.Errorf("%s does not parse: %v\n%s", f, err, out)
+		}
+	}
+}
+
+// nixEval evaluates expr strictly and decodes its JSON into v. It skips
+// when this machine cannot evaluate at all (no writable Nix state).
+func nixEval(t *testing.T, expr string, v any) {
+	t.Helper()
+	bin := nixInstantiate(t)
+	if out, err := exec.Command(bin, "--eval", "-E", "1").CombinedOutput(); err != nil {
+		t.Skipf("nix-instantiate cannot evaluate here: %v\n%s", err, out)
+	}
+	var stderr bytes.Buffer
+	cmd := exec.Command(bin, "--eval", "--strict", "--json", "-E", expr)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("%v\n%s\nexpression: %s", err, stderr.String(), expr)
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+}
+
+// nixSite is what units.nix gives a site, as far as install also decides it.
+type nixSite struct {
+	Users       []User             `json:"users"`
+	Groups      []Group            `json:"groups"`
+	Dirs        []Dir              `json:"dirs"`
+	Services    map[string]nixUnit `json:"services"`
+	TargetWants []string           `json:"targetWants"`
+}
+
+type nixUnit struct {
+	Description   string            `json:"description"`
+	Requires      []string          `json:"requires"`
+	Wants         []string          `json:"wants"`
+	After         []string          `json:"after"`
+	PartOf        []string          `json:"partOf"`
+	ServiceConfig map[string]string `json:"serviceConfig"`
+}
+
+// installedSite is what install derives for the site, in units.nix's shape.
+func installedSite(s Site) nixSite {
+	want := nixSite{Users: Users(), Groups: Groups(), Dirs: Dirs(s), Services: map[string]nixUnit{}}
+	for _, svc := range Services(s) {
+		n := nixServiceOf(svc)
+		want.Services[n.Name] = nixUnit{Description: n.Description, Requires: n.Requires, Wants: n.Wants, After: n.After,
+			PartOf: []string{Target}, ServiceConfig: n.ServiceConfig}
+		want.TargetWants = append(want.TargetWants, svc.Unit)
+	}
+	return want
+}
+
+func nixString(s string) string {
+	if s == "" {
+		return "null"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// TestNixUnitsMatchInstall evaluates units.nix for several sites and wants
+// exactly the users, groups, directories and units install makes for them.
+func TestNixUnitsMatchInstall(t *testing.T) {
+	units, _ := filepath.Abs(filepath.Join(nixDir, "units.nix"))
+	layout := Layout{Bin: "/nix/store/x-boxmaker/bin", Units: "/etc/systemd/system", Etc: "/etc/boxmaker", Home: "/srv/boxmaker"}
+	for _, s := range []Site{
+		NewSite(layout, "http://10.0.0.5:8080", "mattermost-bot"),
+		NewSite(layout, "http://[fd00::5]:8080/", ""),
+		NewSite(layout, "http://localhost:8080", "bot"),
+		NewSite(layout, "http://straylight.example:8080", ""),
+		NewSite(layout, "", ""),
+	} {
+		var got nixSite
+		nixEval(t, fmt.Sprintf("import %s { home = %q; etc = %q; bin = %q; upstream = %s; tokenSecret = %s; }",
+			units, s.Home, s.Etc, s.Bin, nixString(s.Upstream), nixString(s.GatewayToken)), &got)
+		want := installedSite(s)
+		for _, name := range slices.Sorted(func(yield func(string) bool) {
+			for k := range want.Services {
+				if !yield(k) {
+					return
+				}
+			}
+		}) {
+			if !reflect.DeepEqual(got.Services[name], want.Services[name]) {
+				t.Errorf("upstream %q, token %q: %s differs\nnix:     %+v\ninstall: %+v", s.Upstream, s.GatewayToken, name, got.Services[name], want.Services[name])
+			}
+		}
+		got.Services, want.Services = nil, nil
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("upstream %q, token %q:\nnix:     %+v\ninstall: %+v", s.Upstream, s.GatewayToken, got, want)
+		}
+	}
+}
+
+// moduleResult is what the test expression picks out of module.nix.
+type moduleResult struct {
+	Services map[string]struct {
+		ServiceConfig   map[string]string `json:"serviceConfig"`
+		RestartTriggers []string          `json:"restartTriggers"`
+	} `json:"services"`
+	Users map[string]struct {
+		IsSystemUser bool     `json:"isSystemUser"`
+		Group        string   `json:"group"`
+		ExtraGroups  []string `json:"extraGroups"`
+	} `json:"users"`
+	Groups   []string          `json:"groups"`
+	Tmpfiles []string          `json:"tmpfiles"`
+	Config   map[string]any    `json:"config"`
+	Grant    map[string]string `json:"grant"`
+	Wants    []string          `json:"wants"`
+	Links    string            `json:"links"`
+	File     string            `json:"grantFile"`
+}
+
+// TestNixModuleUsesTheUnits evaluates module.nix and package.nix against a
+// stub of nixpkgs' lib and checks that they hand units.nix's data to NixOS
+// unchanged: the same units, users, groups and directories install makes.
+func TestNixModuleUsesTheUnits(t *testing.T) {
+	root, _ := filepath.Abs(nixDir)
+	stub, _ := filepath.Abs("testdata/stub.nix")
+	expr := strings.NewReplacer("@nix@", root, "@stub@", stub).Replace(moduleExpr)
+	var got moduleResult
+	nixEval(t, expr, &got)
+	s := NewSite(Layout{Bin: "/nix/store/stub-boxmaker/bin", Units: "/etc/systemd/system", Etc: "/etc/boxmaker", Home: "/var/lib/boxmaker"},
+		"http://127.0.0.1:8080", "mattermost-bot")
+	want := installedSite(s)
+	for name, u := range want.Services {
+		if !reflect.DeepEqual(got.Services[name].ServiceConfig, u.ServiceConfig) || len(got.Services[name].RestartTriggers) != 1 {
+			t.Errorf("%s: module gives %v", name, got.Services[name])
+		}
+	}
+	for _, u := range Users() {
+		if g := got.Users[u.Name]; !g.IsSystemUser || g.Group != u.Name || !slices.Equal(g.ExtraGroups, u.Groups) {
+			t.Errorf("user %s: %+v", u.Name, g)
+		}
+	}
+	for _, g := range Groups() {
+		if !slices.Contains(got.Groups, g.Name) {
+			t.Errorf("the module makes no group %s", g.Name)
+		}
+	}
+	for _, d := range Dirs(s) {
+		kind := map[bool]string{false: "d", true: "f"}[d.File]
+		if rule := fmt.Sprintf("%s %s %s %s %s -", kind, d.Path, d.Mode, d.Owner, d.Group); !slices.Contains(got.Tmpfiles, rule) {
+			t.Errorf("no tmpfiles rule %q", rule)
+		}
+	}
+	if got.Config["sandbox"].(map[string]any)["bwrap"] != "/nix/store/stub-bubblewrap/bin/bwrap" ||
+		got.Config["gateway"].(map[string]any)["token_secret"] != "mattermost-bot" {
+		t.Errorf("config.toml: %v", got.Config)
+	}
+	if got.Grant["group"] != "boxmaker-broker" || got.Grant["mode"] != "0640" || got.File != "/etc/grants/notes.toml" ||
+		!slices.Equal(got.Wants, want.TargetWants) {
+		t.Errorf("grants %v, %q; target wants %v", got.Grant, got.File, got.Wants)
+	}
+	for _, role := range LinkRoles() {
+		if !strings.Contains(got.Links, "'"+role+"'") {
+			t.Errorf("package.nix makes no %s link: %s", role, got.Links)
+		}
+	}
+}
+
+const moduleExpr = `
+let
+  stub = import @stub@;
+  m = import @nix@/module.nix {
+    inherit (stub) lib pkgs;
+    config.services.boxmaker = {
+      enable = true;
+      package = "/nix/store/stub-boxmaker";
+      home = "/var/lib/boxmaker";
+      upstream = "http://127.0.0.1:8080";
+      gateway = { url = "https://mm.example"; token_secret = "mattermost-bot"; channels = [ ];
+        allow_users = [ "abcdefghijklmnopqrstuvwxyz" ]; approve_emoji = "+1"; deny_emoji = "-1"; };
+      grants = { fetch-docs = "tool = \"http_fetch\"\n"; notes = "/etc/grants/notes.toml"; };
+      settings = { };
+    };
+  };
+  c = m.config.content;
+  p = import @nix@/package.nix { inherit (stub) lib buildGoModule; };
+in {
+  services = c.systemd.services;
+  users = c.users.users;
+  groups = builtins.attrNames c.users.groups;
+  tmpfiles = c.systemd.tmpfiles.rules;
+  config = c.environment.etc."boxmaker/config.toml".source.value;
+  grant = removeAttrs c.environment.etc."boxmaker/grants/fetch-docs.toml" [ "text" ];
+  grantFile = c.environment.etc."boxmaker/grants/notes.toml".source;
+  wants = c.systemd.targets.boxmaker.wants;
+  links = p.postInstall;
+}`

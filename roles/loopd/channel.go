@@ -1,0 +1,102 @@
+package loopd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
+)
+
+// handle answers one request on loop.sock; the socket's table has already
+// refused every other kind.
+func (l *loopd) handle(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
+	switch m := req.Msg.(type) {
+	case wire.ChatSend:
+		return l.chatSend(ctx, m, reply)
+	case wire.SessionList:
+		return reply(wire.Envelope{Final: true, Msg: wire.SessionListResult{Sessions: l.store.list()}})
+	case wire.SessionLog:
+		return l.sessionLog(m, reply)
+	}
+	return fmt.Errorf("kind %s has no handler", wire.KindOf(req.Msg))
+}
+
+// chatSend runs one turn. Its events stream as they happen; a turn that
+// fails ends with an error frame whose detail says why, and the connection
+// stays open for the next message.
+func (l *loopd) chatSend(ctx context.Context, m wire.ChatSend, reply sock.Replier) error {
+	ev := &events{reply: reply}
+	res, err := l.chat(ctx, m, ev)
+	if err != nil && ctx.Err() != nil {
+		err = errors.New("loopd is stopping; the turn was interrupted and is recorded up to its last whole step")
+	}
+	if err != nil {
+		l.log.Printf("chat turn failed: %v", err)
+		return ev.fail(err)
+	}
+	return ev.final(wire.ChatDone{Session: res.session, Content: res.content})
+}
+
+// sessionLog answers with the session's current epoch as stored. It reads
+// the file rather than the running turn's memory, so it never waits for a
+// turn; a step still being written is left out, as a restart would cut it.
+func (l *loopd) sessionLog(m wire.SessionLog, reply sock.Replier) error {
+	ss, epoch, ok, err := l.store.lookup(m.Session)
+	if err != nil {
+		return replyError(reply, wire.Internal, err.Error())
+	}
+	if !ok {
+		return replyError(reply, wire.BadMessage, fmt.Sprintf("no session named %s", m.Session))
+	}
+	r, err := readEpoch(epochFile(ss.dir, epoch))
+	if err != nil {
+		return replyError(reply, wire.Internal, fmt.Sprintf("session %s: %v", m.Session, err))
+	}
+	recs := r.records[:wholeSteps(r.records)]
+	res := wire.Envelope{Final: true, Msg: wire.SessionLogResult{Session: m.Session, Epoch: epoch, Records: recs}}
+	if b, err := wire.Encode(res); err != nil || len(b) > wire.MaxFrame {
+		return replyError(reply, wire.Internal, fmt.Sprintf("session %s epoch %d is too large for one frame; read %s", m.Session, epoch, epochFile(ss.dir, epoch)))
+	}
+	return reply(res)
+}
+
+func replyError(reply sock.Replier, code wire.ErrorCode, detail string) error {
+	return reply(wire.Envelope{Final: true, Msg: wire.WireError{Code: code, Detail: detail}})
+}
+
+// events sends a turn's chat_event frames. A client that went away does
+// not stop the turn: it runs to its end so that the log and brokerd agree,
+// and its frames are dropped.
+type events struct {
+	reply sock.Replier
+	gone  bool
+}
+
+func (e *events) send(ev wire.ChatEvent) {
+	if e.gone {
+		return
+	}
+	if err := e.reply(wire.Envelope{Final: false, Msg: ev}); err != nil {
+		e.gone = true
+	}
+}
+
+func (e *events) final(m wire.Message) error {
+	if e.gone {
+		return errors.New("the client left before the turn ended")
+	}
+	return e.reply(wire.Envelope{Final: true, Msg: m})
+}
+
+// fail ends the turn with an error frame: bad_message for a request loopd
+// will not carry out, internal for everything that failed on the way.
+func (e *events) fail(err error) error {
+	code := wire.Internal
+	var ce clientError
+	if errors.As(err, &ce) {
+		code = wire.BadMessage
+	}
+	return e.final(wire.WireError{Code: code, Detail: err.Error()})
+}

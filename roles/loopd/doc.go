@@ -1,0 +1,13 @@
+// Package loopd is the agent loop: it takes the owner's messages from
+// loop.sock (bxctl chat and gatewayd), talks to the model through infer.sock
+// with one llama-server slot per session, sends every tool call the model
+// asks for to brokerd, gives the model brokerd's answers as tool results,
+// and keeps each session in an append-only log (sessions/<id>/<epoch>.jsonl)
+// that it replays byte for byte so that the server's prompt cache holds.
+//
+// loopd must never approve anything (approvals go from the owner to brokerd,
+// never through loopd), never label a result (brokerd labels from the grant;
+// loopd only copies the label into its log), never hold a secret, never reach
+// the network except infer.sock and broker.sock, and never import another
+// role's package.
+package loopd
