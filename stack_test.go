@@ -63,7 +63,7 @@ func publicDir(t *testing.T) string {
 	return dir
 }
 
-func startStack(t *testing.T, grants map[string]string) *stack {
+func startStack(t *testing.T, grants map[string]string, prepare ...func(home string)) *stack {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		t.Skip("skipping: bubblewrap is not installed (apt-get install bubblewrap)")
@@ -80,6 +80,9 @@ func startStack(t *testing.T, grants map[string]string) *stack {
 		if err := os.WriteFile(filepath.Join(s.home, "etc", "grants", id+".toml"), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+	for _, p := range prepare {
+		p(s.home)
 	}
 	s.up = exec.Command(s.bin, "up", "--home", s.home, "--scripted-model", "--create-users")
 	s.up.Stdout, s.up.Stderr = s.log, s.log
@@ -166,6 +169,13 @@ func TestStackChatWithApprovedFetch(t *testing.T) {
 		if !strings.Contains(shown, want) {
 			t.Errorf("sessions show lacks %q:\n%s", want, shown)
 		}
+	}
+	logs, _ := filepath.Glob(filepath.Join(s.home, "sessions", session[1], "*.jsonl"))
+	if len(logs) == 0 {
+		t.Fatalf("no session log for %s", session[1])
+	}
+	if out, err := exec.Command(s.bin, append([]string{"wire", "check", "--as", "log"}, logs...)...).CombinedOutput(); err != nil {
+		t.Errorf("the session log does not verify: %v\n%s", err, out)
 	}
 	if v := s.run("audit", "verify"); !strings.HasPrefix(v, "ok: 1 records") {
 		t.Errorf("audit verify: %s", v)
@@ -268,6 +278,7 @@ func TestStackPrivilegeSeparation(t *testing.T) {
 		{"boxmaker-loop", "write a grant", "echo x > " + filepath.Join(s.home, "etc", "grants", "mine.toml")},
 		{"boxmaker-infer", "reach brokerd's socket directory", "ls " + filepath.Join(run, "loopd-brokerd")},
 		{"boxmaker-egress", "reach brokerd's socket directory", "ls " + filepath.Join(run, "loopd-brokerd")},
+		{"boxmaker-gateway", "reach brokerd's socket directory", "ls " + filepath.Join(run, "loopd-brokerd")},
 		{"boxmaker-loop", "read brokerd's session state", "ls " + filepath.Join(s.home, "broker")},
 	} {
 		cmd := exec.Command("su", "-s", "/bin/sh", c.user, "-c", c.script)

@@ -23,12 +23,10 @@ import (
 // on run/gatewayd-loopd/loop.sock, and a stand-in for brokerd that dials
 // run/brokerd-gatewayd/gateway.sock.
 //
-// TODO(e2e-loopd-brokerd): the stand-ins answer by the wire contract only.
-// Once main.go lists loopd, brokerd and gatewayd, add an end-to-end test
-// that runs the built binary (boxmaker up --scripted-model with a [gateway]
-// table pointing at mmdouble) so that a message reaches the real loopd and
-// an approval from the real brokerd is answered by a reaction. A role
-// package may not import another role, so that test belongs beside main.go.
+// These tests run gatewayd against stand-ins that answer by the wire
+// contract. The end-to-end test with the real loopd and brokerd under
+// `boxmaker up` is TestStackMattermostApprovalByReaction, beside main.go: a
+// role package may not import another role.
 
 // world is one Mattermost double with its cast: the bot, two allowlisted
 // people (alice is the owner), a stranger, another bot, and a channel that
