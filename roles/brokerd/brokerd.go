@@ -25,23 +25,10 @@ import (
 
 // Command is the brokerd role.
 func Command() *cli.Command {
-	return &cli.Command{
-		Name:  "brokerd",
-		Usage: "decide, audit and run tool calls (a daemon)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
-			&cli.StringFlag{Name: "config", Usage: "config.toml; grants/ and secrets/ sit beside it"},
-		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
-			if err != nil {
-				return err
-			}
-			ctx, stop := roles.SignalContext(ctx)
-			defer stop()
+	return roles.DaemonCommand("brokerd", "decide, audit and run tool calls (a daemon)", "",
+		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
 			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "brokerd: ", 0)})
-		},
-	}
+		})
 }
 
 // Options is what Run needs; zero fields take their defaults.

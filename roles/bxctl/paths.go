@@ -1,18 +1,14 @@
 package bxctl
 
 import (
+	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 
 	"github.com/urfave/cli/v3"
 )
 
 // homeFlags are the flags every command that reads the installation takes.
-func homeFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
-		&cli.StringFlag{Name: "config", Usage: "config.toml; grants/ and secrets/ sit beside it"},
-	}
-}
+func homeFlags() []cli.Flag { return roles.HomeFlags() }
 
 // pathsOf resolves the installation's paths from the command's flags.
 func pathsOf(cmd *cli.Command) (config.Paths, error) {

@@ -9,10 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/signal"
 	"slices"
 	"sync"
-	"syscall"
 
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
@@ -23,27 +21,13 @@ import (
 
 // Command is the egressd role: `boxmaker egressd [--home DIR] [--config FILE]`.
 func Command() *cli.Command {
-	return &cli.Command{
-		Name:  "egressd",
-		Usage: "make the web requests of http_fetch and consult calls for brokerd",
-		Description: "Listens on run/brokerd-egressd/egress.sock under the home and serves until\n" +
+	return roles.DaemonCommand("egressd", "make the web requests of http_fetch and consult calls for brokerd",
+		"Listens on run/brokerd-egressd/egress.sock under the home and serves until\n"+
 			"SIGINT or SIGTERM. Limits come from [egress] in config.toml.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
-			&cli.StringFlag{Name: "config", Usage: "config.toml"},
-		},
-		Action: runAction,
-	}
+		runAction)
 }
 
-func runAction(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() > 0 {
-		return roles.Usagef("egressd takes no arguments")
-	}
-	paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
-	if err != nil {
-		return err
-	}
+func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
 	cfg, err := config.Load(paths.Config)
 	if err != nil {
 		return err
@@ -56,8 +40,6 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	return Main(ctx, Options{
 		Socket:    paths.Join("run", pair.Dir(), pair.Socket),
 		Limits:    cfg.Egress,

@@ -22,28 +22,14 @@ import (
 
 // Command is the gatewayd role: `boxmaker gatewayd [--home DIR] [--config FILE]`.
 func Command() *cli.Command {
-	return &cli.Command{
-		Name:  "gatewayd",
-		Usage: "talk to the owner on Mattermost and carry approvals to and from brokerd (a daemon)",
-		Description: "Reads [gateway] from config.toml and the bot token from the secrets directory\n" +
-			"(or $CREDENTIALS_DIRECTORY), listens on run/brokerd-gatewayd/gateway.sock, dials\n" +
+	return roles.DaemonCommand("gatewayd", "talk to the owner on Mattermost and carry approvals to and from brokerd (a daemon)",
+		"Reads [gateway] from config.toml and the bot token from the secrets directory\n"+
+			"(or $CREDENTIALS_DIRECTORY), listens on run/brokerd-gatewayd/gateway.sock, dials\n"+
 			"run/gatewayd-loopd/loop.sock, and serves until SIGINT or SIGTERM.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
-			&cli.StringFlag{Name: "config", Usage: "config.toml; secrets/ sits beside it"},
-		},
-		Action: runAction,
-	}
+		runAction)
 }
 
-func runAction(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() > 0 {
-		return roles.Usagef("gatewayd takes no arguments")
-	}
-	paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
-	if err != nil {
-		return err
-	}
+func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
 	gw, err := config.LoadGateway(paths.Config)
 	if err != nil {
 		return err
@@ -55,8 +41,6 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := roles.SignalContext(ctx)
-	defer stop()
 	return Run(ctx, Options{Paths: paths, Gateway: *gw, Token: token, Log: log.New(cmd.Root().ErrWriter, "gatewayd: ", 0)})
 }
 

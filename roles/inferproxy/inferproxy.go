@@ -23,28 +23,14 @@ import (
 
 // Command is the inferproxy role: `boxmaker inferproxy [--home DIR] [--config FILE]`.
 func Command() *cli.Command {
-	return &cli.Command{
-		Name:  "inferproxy",
-		Usage: "forward loopd's llama-server requests to the configured upstream",
-		Description: "Listens on run/loopd-inferproxy/infer.sock under the home and serves until\n" +
-			"SIGINT or SIGTERM. The upstream is [infer] upstream in config.toml, or\n" +
+	return roles.DaemonCommand("inferproxy", "forward loopd's llama-server requests to the configured upstream",
+		"Listens on run/loopd-inferproxy/infer.sock under the home and serves until\n"+
+			"SIGINT or SIGTERM. The upstream is [infer] upstream in config.toml, or\n"+
 			"$BOXMAKER_UPSTREAM, which wins.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
-			&cli.StringFlag{Name: "config", Usage: "config.toml"},
-		},
-		Action: runAction,
-	}
+		runAction)
 }
 
-func runAction(ctx context.Context, cmd *cli.Command) error {
-	if cmd.NArg() > 0 {
-		return roles.Usagef("inferproxy takes no arguments")
-	}
-	paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
-	if err != nil {
-		return err
-	}
+func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
 	cfg, err := config.Load(paths.Config)
 	if err != nil {
 		return err
@@ -60,8 +46,6 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
-	ctx, stop := roles.SignalContext(ctx)
-	defer stop()
 	upstream := cfg.Infer.Upstream
 	if upstream == config.ScriptedUpstream {
 		if upstream, err = serveScriptedModel(ctx); err != nil {

@@ -22,23 +22,10 @@ import (
 
 // Command is the loopd role.
 func Command() *cli.Command {
-	return &cli.Command{
-		Name:  "loopd",
-		Usage: "run the agent loop: the owner's messages, the model, and tool calls through brokerd (a daemon)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
-			&cli.StringFlag{Name: "config", Usage: "config.toml"},
-		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
-			if err != nil {
-				return err
-			}
-			ctx, stop := roles.SignalContext(ctx)
-			defer stop()
+	return roles.DaemonCommand("loopd", "run the agent loop: the owner's messages, the model, and tool calls through brokerd (a daemon)", "",
+		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
 			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "loopd: ", 0)})
-		},
-	}
+		})
 }
 
 // Options is what Run needs; zero fields take their defaults.
