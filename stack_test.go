@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -180,7 +181,7 @@ func TestStackChatWithApprovedFetch(t *testing.T) {
 	if v := s.run("audit", "verify"); !strings.HasPrefix(v, "ok: 1 records") {
 		t.Errorf("audit verify: %s", v)
 	}
-	if tail := s.run("audit", "tail", "-n", "1"); !strings.Contains(tail, `"outcome":"approved","grant":"fetch-local","approver":"local:root"`) {
+	if tail := s.run("audit", "tail", "-n", "1"); !strings.Contains(tail, `"outcome":"approved","grant":"fetch-local","approver":"local:`+me(t)+`"`) {
 		t.Errorf("audit record: %s", tail)
 	}
 }
@@ -376,4 +377,58 @@ func TestMakeRunInATerminal(t *testing.T) {
 	if data, err := os.ReadFile(filepath.Join(state, "run", "up.json")); err == nil {
 		t.Errorf("up is still running after chat ended: %s", data)
 	}
+}
+
+// Interactive chat in a terminal: a call that needs approval is shown as
+// brokerd describes it and answered y right there.
+func TestStackInteractiveApproval(t *testing.T) {
+	if _, err := exec.LookPath("script"); err != nil {
+		t.Skip("skipping: script (bsdutils) is not installed")
+	}
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "Terminal Approved Page\n")
+	}))
+	defer page.Close()
+	host := strings.TrimPrefix(page.URL, "http://")
+	s := startStack(t, map[string]string{
+		"fetch-local": "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"private\"\nresult_class = \"public\"\n[constraints]\nhosts = [\"http://" + host + "\"]\n",
+	})
+	cmd := exec.Command("script", "-qec", s.bin+" chat --home "+s.home, "/dev/null")
+	stdin, _ := cmd.StdinPipe()
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	waitFor := func(what string) {
+		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), what); time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("no %q on the terminal:\n%s\nup's log:\n%s", what, out.String(), s.log)
+			}
+		}
+	}
+	waitFor("you> ")
+	io.WriteString(stdin, "fetch "+page.URL+"/\r")
+	waitFor("approve? [y/N]")
+	if !strings.Contains(out.String(), "grant fetch-local, session taint private") {
+		t.Errorf("the approval is not shown as brokerd describes it:\n%s", out.String())
+	}
+	io.WriteString(stdin, "y\r")
+	waitFor("Terminal Approved Page")
+	io.WriteString(stdin, "/quit\r")
+	cmd.Wait()
+	if tail := s.run("audit", "tail", "-n", "1"); !strings.Contains(tail, `"outcome":"approved","grant":"fetch-local","approver":"local:`+me(t)+`"`) {
+		t.Errorf("audit record: %s", tail)
+	}
+}
+
+// me is the login name of the user running the tests: the approver the
+// audit log names for `boxmaker approve`.
+func me(t *testing.T) string {
+	u, err := user.Current()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username
 }
