@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"fmt"
 	"io"
 	"net/http"
@@ -13,10 +12,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"boxmaker/fixtures/syncbuf"
 )
 
 // The whole stack as the owner runs it: `boxmaker up --scripted-model`
@@ -29,24 +29,7 @@ type stack struct {
 	bin  string
 	home string
 	up   *exec.Cmd
-	log  *syncBuffer
-}
-
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	log  *syncbuf.Buffer
 }
 
 // publicDir makes a directory the role users may enter: under up as root
@@ -71,7 +54,7 @@ func startStack(t *testing.T, grants map[string]string, prepare ...func(home str
 	}
 	built := buildBinary(t)
 	dir := publicDir(t)
-	s := &stack{t: t, bin: filepath.Join(dir, "boxmaker"), home: filepath.Join(dir, "home"), log: &syncBuffer{}}
+	s := &stack{t: t, bin: filepath.Join(dir, "boxmaker"), home: filepath.Join(dir, "home"), log: &syncbuf.Buffer{}}
 	data, _ := os.ReadFile(built)
 	if err := os.WriteFile(s.bin, data, 0o755); err != nil {
 		t.Fatal(err)
@@ -346,7 +329,7 @@ func TestMakeRunInATerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -395,7 +378,7 @@ func TestStackInteractiveApproval(t *testing.T) {
 	})
 	cmd := exec.Command("script", "-qec", s.bin+" chat --home "+s.home, "/dev/null")
 	stdin, _ := cmd.StdinPipe()
-	var out syncBuffer
+	var out syncbuf.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

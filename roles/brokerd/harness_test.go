@@ -1,7 +1,6 @@
 package brokerd
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -63,26 +63,8 @@ type home struct {
 	t      testing.TB
 	dir    string
 	proc   *exec.Cmd
-	log    *lockedBuffer // brokerd's log, written by exec's copying goroutine
+	log    *syncbuf.Buffer // brokerd's log, written by exec's copying goroutine
 	egress *exec.Cmd
-}
-
-// lockedBuffer is a log a child process writes while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func newHome(t testing.TB, config string, grants map[string]string) *home {
@@ -116,7 +98,7 @@ func (h *home) socket(client string) string {
 // start runs brokerd and waits until both its sockets answer.
 func (h *home) start() {
 	h.t.Helper()
-	h.log = &lockedBuffer{}
+	h.log = &syncbuf.Buffer{}
 	h.proc = exec.Command(boxmakerBinary(h.t), "brokerd", "--home", h.dir)
 	h.proc.Stdout, h.proc.Stderr = h.log, h.log
 	h.proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -143,7 +125,7 @@ func (h *home) start() {
 // startEgress runs egressd beside brokerd and waits for its socket.
 func (h *home) startEgress() {
 	h.t.Helper()
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	h.egress = exec.Command(boxmakerBinary(h.t), "egressd", "--home", h.dir)
 	h.egress.Stdout, h.egress.Stderr = &log, &log
 	h.egress.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

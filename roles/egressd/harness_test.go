@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/roles/internal/sock"
@@ -37,7 +38,7 @@ type harness struct {
 	t        *testing.T
 	path     string
 	resolver *stubResolver
-	logs     *syncBuffer
+	logs     *syncbuf.Buffer
 
 	mu     sync.Mutex
 	dialed []netip.AddrPort
@@ -50,7 +51,7 @@ var testLimits = config.Egress{MaxBytes: 1 << 20, Timeout: config.Dur(5 * time.S
 // test roots and dial hook where opts leaves them empty.
 func startEgressd(t *testing.T, opts Options) *harness {
 	t.Helper()
-	h := &harness{t: t, resolver: newStubResolver(), logs: &syncBuffer{}}
+	h := &harness{t: t, resolver: newStubResolver(), logs: &syncbuf.Buffer{}}
 	dir, err := os.MkdirTemp("", "egressd")
 	if err != nil {
 		t.Fatal(err)
@@ -285,22 +286,4 @@ func (r *stubResolver) total() int {
 		n += c
 	}
 	return n
-}
-
-// syncBuffer is a log destination the test reads while egressd writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -41,7 +42,7 @@ func TestCommand(t *testing.T) {
 	os.WriteFile(paths.Config, []byte("[gateway]\nurl = \""+w.mm.URL+"\"\ntoken_secret = \"mattermost-bot\"\n"+
 		"channels = [\""+w.channel+"\"]\nallow_users = [\""+w.alice.ID+"\"]\n"), 0o600)
 	t.Setenv("CREDENTIALS_DIRECTORY", "")
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cmd := Command()
 	cmd.ErrWriter = logs
 	ctx, cancel := context.WithCancel(context.Background())

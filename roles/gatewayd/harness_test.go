@@ -1,7 +1,6 @@
 package gatewayd
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"log"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -71,7 +71,7 @@ func home(t *testing.T) config.Paths {
 
 // running is one gatewayd started by start.
 type running struct {
-	logs *syncBuffer
+	logs *syncbuf.Buffer
 	stop func()
 }
 
@@ -79,7 +79,7 @@ type running struct {
 // never be in its log.
 func start(t *testing.T, w *world, paths config.Paths, adjust ...func(*Options)) *running {
 	t.Helper()
-	r := &running{logs: &syncBuffer{}}
+	r := &running{logs: &syncbuf.Buffer{}}
 	opts := Options{Paths: paths, Gateway: w.gatewayConfig(), Token: w.token,
 		Log: log.New(r.logs, "", 0), AllowPeer: func(sock.Peer) bool { return true },
 		RetryMin: 20 * time.Millisecond, RetryMax: 200 * time.Millisecond}
@@ -266,21 +266,4 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

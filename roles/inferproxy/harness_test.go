@@ -1,7 +1,6 @@
 package inferproxy
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
 )
 
@@ -24,7 +24,7 @@ import (
 type harness struct {
 	socket string
 	client *http.Client
-	logs   *syncBuffer
+	logs   *syncbuf.Buffer
 }
 
 // startProxy serves with opts, forwarding to upstream unless opts names one.
@@ -36,7 +36,7 @@ func startProxy(tb testing.TB, upstream string, opts Options) *harness {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { os.RemoveAll(dir) })
-	h := &harness{socket: filepath.Join(dir, "run", "loopd-inferproxy", "infer.sock"), logs: &syncBuffer{}}
+	h := &harness{socket: filepath.Join(dir, "run", "loopd-inferproxy", "infer.sock"), logs: &syncbuf.Buffer{}}
 	ln, err := sock.Listen(h.socket)
 	if err != nil {
 		tb.Fatal(err)
@@ -187,24 +187,6 @@ func (u *recorder) serve(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json; charset=utf-8")
 		fmt.Fprintf(w, `{"status":"ok","path":%q}`, r.URL.Path)
 	}
-}
-
-// syncBuffer is a log the test reads while inferproxy writes it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // within fails the test if f does not return in d.

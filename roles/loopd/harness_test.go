@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/llamadouble"
+	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
@@ -115,32 +116,14 @@ func buildBroker() (bin string, err error) {
 	return bin, nil
 }
 
-// lockedBuffer is a log written by other goroutines while a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one boxmaker home with brokerd, the double and loopd running.
 type env struct {
 	t      testing.TB
 	home   string
 	double *llamadouble.Server
 	infer  *http.Server
-	logs   *lockedBuffer // brokerd's and loopd's
-	stop   func()        // stops loopd
+	logs   *syncbuf.Buffer // brokerd's and loopd's
+	stop   func()          // stops loopd
 }
 
 // envOptions shape an env; the zero value is a plain one.
@@ -165,7 +148,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	if _, err := sandbox.Check(context.Background(), "/usr/bin/bwrap"); err != nil {
 		t.Skipf("skipping: brokerd cannot sandbox tools on this machine: %v", err)
 	}
-	e := &env{t: t, home: t.TempDir(), logs: &lockedBuffer{}}
+	e := &env{t: t, home: t.TempDir(), logs: &syncbuf.Buffer{}}
 	e.write("etc/config.toml", o.config)
 	e.write("memory/core.md", coreText)
 	e.write("memory/notes/todo.md", "buy milk\n")

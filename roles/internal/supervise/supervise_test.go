@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"boxmaker/fixtures/syncbuf"
 )
 
 // The daemons here are this test binary run again in a helper mode chosen
@@ -54,37 +55,19 @@ func fakeDaemon(mode, socket string) int {
 	return 0
 }
 
-// lockedBuffer collects the supervisor's log while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 func daemon(t *testing.T, name, mode string) Daemon {
 	sock := filepath.Join(t.TempDir(), name+".sock")
 	return Daemon{Name: name, Args: []string{"-test.run=^$"}, Sockets: []string{sock},
 		Env: []string{"SUPERVISE_TEST_DAEMON=" + mode, "SUPERVISE_TEST_SOCKET=" + sock}}
 }
 
-func options(log *lockedBuffer, ds ...Daemon) Options {
+func options(log *syncbuf.Buffer, ds ...Daemon) Options {
 	exe, _ := os.Executable()
 	return Options{Executable: exe, Daemons: ds, Log: log, MaxRestarts: 2, Window: 5 * time.Second, StartWait: 5 * time.Second}
 }
 
 func TestStartsInOrderAndStopsAll(t *testing.T) {
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	opts := options(&log, daemon(t, "first", "live"), daemon(t, "second", "live"))
 	var mu sync.Mutex
 	var last []Status
@@ -119,7 +102,7 @@ func TestStartsInOrderAndStopsAll(t *testing.T) {
 }
 
 func TestRestartsThenGivesUp(t *testing.T) {
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	start := time.Now()
 	err := Run(context.Background(), options(&log, daemon(t, "flaky", "die")), nil)
 	if err == nil || !strings.Contains(err.Error(), "flaky died 3 times") {
@@ -134,7 +117,7 @@ func TestRestartsThenGivesUp(t *testing.T) {
 }
 
 func TestDaemonThatNeverAnswersFailsStart(t *testing.T) {
-	var log lockedBuffer
+	var log syncbuf.Buffer
 	opts := options(&log, daemon(t, "mute", "silent"))
 	opts.StartWait = 300 * time.Millisecond
 	err := Run(context.Background(), opts, func() { t.Error("ready although a daemon never answered") })
