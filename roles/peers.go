@@ -15,10 +15,17 @@ import (
 // A listener running as its own role user (under systemd, or under up as
 // root) accepts only the client role's user. Otherwise every role runs under
 // one uid (up not as root, or a development run), and that uid is accepted
-// too. bxctl is the owner: root, or the uid that runs the daemons.
+// too. bxctl is the owner: root, and the uid that runs the daemons only when
+// that is not a role user.
 func PeerUIDs(client string) ([]uint32, error) {
 	self := uint32(os.Getuid())
 	if client == "bxctl" {
+		// A listener running as its own role user does not accept that
+		// user as the owner: brokerd's sandboxes run under brokerd's uid,
+		// and must never pass for the owner on the admin socket.
+		if runsAsRoleUser(self) {
+			return []uint32{0}, nil
+		}
 		return slices.Compact([]uint32{0, self}), nil
 	}
 	spec, ok := Lookup(client)

@@ -112,6 +112,10 @@ type ApprovalDecision struct {
 // frame) with what that one call may reach.
 type EgressOpen struct {
 	Hosts []string `json:"hosts"` // the grant's hosts entries, as written
+	// Method is the one HTTP method the call may use: GET for http_fetch,
+	// POST for consult. egressd refuses any other, so a compromised fetch
+	// sandbox cannot post with the owner's credential.
+	Method string `json:"method"`
 	// Authorization is the header value egressd adds to every request, so
 	// that the secret never enters the sandbox.
 	Authorization *string `json:"authorization"`

@@ -19,9 +19,40 @@ const memoryMount = "/memory"
 
 // mountsFor returns what a call's sandbox may see: for a file tool, only the
 // grant entry that covers the requested path; for notes_search, memory/; for
-// every other tool, nothing. Each host path is resolved first, and one whose
-// real path leaves its root (a symlink planted in the notes) is refused.
-func mountsFor(g policy.Grant, args wire.ToolArgs, memory string) ([]sandbox.Mount, error) {
+// every other tool, nothing. Each host path must be its own real path (no
+// symlink anywhere in it, so nothing a sandbox planted can redirect a grant),
+// and none may be or hold boxmaker's own state (see refuseState).
+func mountsFor(g policy.Grant, args wire.ToolArgs, memory string, state []string) ([]sandbox.Mount, error) {
+	mounts, err := mountsOf(g, args, memory)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range mounts {
+		if err := refuseState(m.Host, state); err != nil {
+			return nil, err
+		}
+	}
+	return mounts, nil
+}
+
+// refuseState refuses a mount that is, holds, or lies inside one of the
+// state paths: the sockets of run/ (the owner's admin socket, egress.sock),
+// the audit log, brokerd's session state, the sessions, and the grants and
+// secrets. A sandbox that saw run/ could answer its own approval.
+func refuseState(host string, state []string) error {
+	for _, p := range state {
+		if within(p, host) || within(host, p) {
+			return fmt.Errorf("refusing to mount %s: it is or holds boxmaker's own state (%s)", host, p)
+		}
+	}
+	return nil
+}
+
+func within(dir, path string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
+}
+
+func mountsOf(g policy.Grant, args wire.ToolArgs, memory string) ([]sandbox.Mount, error) {
 	switch args.(type) {
 	case wire.FileReadArgs:
 		return fileMount(g, args.Subject())
@@ -49,10 +80,15 @@ func fileMount(g policy.Grant, path string) ([]sandbox.Mount, error) {
 	if !ok {
 		return nil, fmt.Errorf("no entry of grant %s covers %s", g.ID(), p)
 	}
-	// The owner named the entry; where it really lives is theirs to choose.
+	// A symlink in the entry could have been planted by a sandbox that may
+	// write there, and would point the grant elsewhere: the owner grants
+	// real paths.
 	real, err := filepath.EvalSymlinks(entry)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", entry, err)
+	}
+	if real != entry {
+		return nil, fmt.Errorf("%s is a symlink to %s (or lies under one); grant the real path", entry, real)
 	}
 	return []sandbox.Mount{{Host: real, Path: entry}}, nil
 }
@@ -75,6 +111,16 @@ func notesMount(g policy.Grant, path, memory string, writable bool) ([]sandbox.M
 	real, err := sandbox.Resolve(memory, host)
 	if err != nil {
 		return nil, err
+	}
+	// The entry must be itself, not a symlink to another part of memory/
+	// that a notes_write sandbox planted: that would hand one grant's
+	// notes to another grant, with the other grant's labels.
+	realMemory, err := filepath.EvalSymlinks(memory)
+	if err != nil {
+		return nil, err
+	}
+	if real != filepath.Join(realMemory, entry) {
+		return nil, fmt.Errorf("notes entry %s leads to %s: a symlink is in the way", entry, real)
 	}
 	return []sandbox.Mount{{Host: real, Path: filepath.Join(memoryMount, entry), Writable: writable}}, nil
 }

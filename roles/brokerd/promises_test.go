@@ -300,3 +300,56 @@ func TestDynamicBinaryRefused(t *testing.T) {
 		t.Fatalf("brokerd started with a dynamic binary: %v\n%s", err, out)
 	}
 }
+
+// A symlink planted among the notes (by a notes_write sandbox, say) cannot
+// point one grant at another part of memory/ and take that grant's labels.
+func TestPlantedSymlinkCannotRedirectANotesGrant(t *testing.T) {
+	h := newHome(t, "", map[string]string{
+		"shared": "tool = \"notes_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"public\"\nuntrusted = false\n[constraints]\npaths = [\"notes/shared\"]\n",
+	})
+	if err := os.Symlink("../secret", filepath.Join(h.dir, "memory", "notes", "shared")); err != nil {
+		t.Fatal(err)
+	}
+	h.start()
+	got := h.toolCall("s1", "notes_read", `{"path":"notes/shared/bank.md"}`)
+	if f, ok := got.(wire.Failed); !ok || !strings.Contains(f.Message, "symlink") {
+		t.Fatalf("got %#v, want a failure naming the symlink", got)
+	}
+}
+
+// No grant can put boxmaker's own state in a sandbox: with run/ in view a
+// sandbox could answer its own approval on the owner's socket.
+func TestStateIsNeverMounted(t *testing.T) {
+	h := newHome(t, "", nil)
+	for id, path := range map[string]string{"home": h.dir, "run": filepath.Join(h.dir, "run"), "etc": filepath.Join(h.dir, "etc")} {
+		h.write("etc/grants/"+id+".toml", "tool = \"file_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\""+path+"\"]\n")
+	}
+	h.start()
+	for _, path := range []string{
+		filepath.Join(h.dir, "memory", "notes", "todo.md"),
+		filepath.Join(h.dir, "run", "bxctl-brokerd", "broker.sock"),
+		filepath.Join(h.dir, "etc", "config.toml"),
+	} {
+		got := h.toolCall("s1", "file_read", `{"path":"`+path+`"}`)
+		if f, ok := got.(wire.Failed); !ok || !strings.Contains(f.Message, "boxmaker's own state") {
+			t.Errorf("%s: got %#v, want a refusal to mount state", path, got)
+		}
+	}
+}
+
+// A grant whose entry is one note can be written: the note alone is mounted.
+func TestNotesWriteToAFileEntry(t *testing.T) {
+	h := newHome(t, "", map[string]string{
+		"journal": "tool = \"notes_write\"\nmode = \"auto\"\nmax_taint = \"secret\"\nuntrusted = false\n[constraints]\npaths = [\"journal.md\"]\n",
+	})
+	h.start()
+	for _, text := range []string{"first", "second"} {
+		if got := h.toolCall("s1", "notes_write", `{"path":"journal.md","content":"`+text+`"}`); !isResult(got) {
+			t.Fatalf("write %s: %#v\n%s", text, got, h.log)
+		}
+		data, err := os.ReadFile(filepath.Join(h.dir, "memory", "journal.md"))
+		if err != nil || string(data) != text {
+			t.Fatalf("journal.md holds %q (%v), want %q", data, err, text)
+		}
+	}
+}

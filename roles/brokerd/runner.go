@@ -44,7 +44,7 @@ func (r *runner) run(ctx context.Context, d policy.Decision) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	mounts, err := mountsFor(g, d.Args(), r.paths.Join("memory"))
+	mounts, err := mountsFor(g, d.Args(), r.paths.Join("memory"), r.statePaths())
 	if err != nil {
 		return failedOutcome("%s: %v", d.Tool(), err), nil
 	}
@@ -80,6 +80,20 @@ func (r *runner) run(ctx context.Context, d policy.Decision) (outcome, error) {
 		return outcome{}, err
 	}
 	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true}, nil
+}
+
+// statePaths is what no sandbox may see: boxmaker's own state and config,
+// as real paths (mounts are compared by their real paths).
+func (r *runner) statePaths() []string {
+	var out []string
+	for _, p := range []string{r.paths.Join("run"), r.paths.Join("audit"), r.paths.Join("broker"),
+		r.paths.Join("sessions"), r.paths.Grants, r.paths.Secrets, r.paths.Config} {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			p = real
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 func failedOutcome(format string, args ...any) outcome {
@@ -135,7 +149,11 @@ func (r *runner) openEgress(ctx context.Context, g policy.Grant, job toolrun.Job
 		v := "Bearer " + secret
 		auth = &v
 	}
-	return fdpass.OpenEgress(ctx, r.egressSock, hosts, auth)
+	method := "GET" // http_fetch reads
+	if job.Consult != nil {
+		method = "POST" // consult posts its prompt to the one endpoint
+	}
+	return fdpass.OpenEgress(ctx, r.egressSock, hosts, method, auth)
 }
 
 // hostEntryOf writes a URL's host as a grant hosts entry.

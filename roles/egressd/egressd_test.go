@@ -51,7 +51,7 @@ func TestMainServesUntilItsContextEnds(t *testing.T) {
 	go func() { done <- cmd.Run(ctx, []string{"egressd", "--home", dir}) }()
 	path := filepath.Join(dir, "run", "brokerd-egressd", "egress.sock")
 	waitFor(t, func() bool {
-		end, err := fdpass.OpenEgress(context.Background(), path, []string{"a.example"}, nil)
+		end, err := fdpass.OpenEgress(context.Background(), path, []string{"a.example"}, "GET", nil)
 		if err == nil {
 			end.Close()
 		}
@@ -147,12 +147,12 @@ func TestEgressSockRefusesAllButEgressOpen(t *testing.T) {
 		noFD bool
 		code wire.ErrorCode
 	}{
-		{"no descriptor", wire.EgressOpen{Hosts: []string{"a.example"}}, true, wire.BadMessage},
+		{"no descriptor", wire.EgressOpen{Method: "GET", Hosts: []string{"a.example"}}, true, wire.BadMessage},
 		{"another kind", wire.EgressReady{}, false, wire.BadMessage},
 		{"another kind without a descriptor", wire.ApprovalList{}, true, wire.BadMessage},
-		{"bad hosts", wire.EgressOpen{Hosts: []string{"https://a.example/"}}, false, wire.BadMessage},
-		{"empty hosts", wire.EgressOpen{Hosts: []string{}}, false, wire.BadMessage},
-		{"bad authorization", wire.EgressOpen{Hosts: []string{"a.example"}, Authorization: &bad}, false, wire.BadMessage},
+		{"bad hosts", wire.EgressOpen{Method: "GET", Hosts: []string{"https://a.example/"}}, false, wire.BadMessage},
+		{"empty hosts", wire.EgressOpen{Method: "GET", Hosts: []string{}}, false, wire.BadMessage},
+		{"bad authorization", wire.EgressOpen{Method: "GET", Hosts: []string{"a.example"}, Authorization: &bad}, false, wire.BadMessage},
 	}
 	for _, c := range cases {
 		conn := rawConn(t, h.path)
@@ -189,7 +189,7 @@ func TestSeveralOpensOnOneConnection(t *testing.T) {
 	conn := rawConn(t, h.path)
 	for id := range uint64(3) {
 		sandbox, egress := socketpairEnds(t)
-		e := wire.Envelope{ID: id + 1, Final: true, Msg: wire.EgressOpen{Hosts: []string{"a.example"}}}
+		e := wire.Envelope{ID: id + 1, Final: true, Msg: wire.EgressOpen{Method: "GET", Hosts: []string{"a.example"}}}
 		if err := fdpass.SendFrameWithFile(conn, e, egress); err != nil {
 			t.Fatal(err)
 		}

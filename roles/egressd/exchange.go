@@ -29,6 +29,7 @@ const (
 // callGrant is what one egress_open allows.
 type callGrant struct {
 	hosts  policy.HostSet
+	method string // the one method brokerd allowed for this call
 	secret secret
 }
 
@@ -111,7 +112,7 @@ func readRequest(conn net.Conn) (*http.Request, error) {
 // outbound checks the sandbox's request and builds the one egressd sends:
 // from the checked target, never from the sandbox's own parse of its URL.
 func outbound(ctx context.Context, req *http.Request, g callGrant) (*http.Request, policy.URLTarget, error) {
-	if err := checkMethod(req.Method, g.secret); err != nil {
+	if err := checkMethod(req.Method, g); err != nil {
 		return nil, policy.URLTarget{}, err
 	}
 	target, ok, why := g.hosts.AllowsURL(req.RequestURI)
@@ -134,14 +135,14 @@ func outbound(ctx context.Context, req *http.Request, g callGrant) (*http.Reques
 	return out, target, nil
 }
 
-// checkMethod allows GET always and POST only for a call that carries a
-// secret: http_fetch reads, consult posts a prompt to its one endpoint.
-func checkMethod(method string, sec secret) error {
-	if method == http.MethodGet || method == http.MethodPost && sec.isSet() {
+// checkMethod allows only the method brokerd named for the call: GET for
+// http_fetch, POST for consult's one endpoint.
+func checkMethod(method string, g callGrant) error {
+	if method == g.method {
 		return nil
 	}
 	return &failure{status: http.StatusMethodNotAllowed, kind: "refused",
-		public: fmt.Sprintf("egressd does not make %.20q requests: GET only, and POST for consult", method)}
+		public: fmt.Sprintf("this call may make %s requests only, not %.20q", g.method, method)}
 }
 
 // readBody reads a POST body whole (so that a redirect can resend it); a

@@ -111,9 +111,20 @@ func (h *harness) dialedAddrs() []netip.AddrPort {
 // back, parsed and raw.
 func (h *harness) exchange(hosts []string, auth *string, raw string) (*http.Response, []byte) {
 	h.t.Helper()
+	method, _, _ := strings.Cut(raw, " ")
+	if method != http.MethodPost {
+		method = http.MethodGet
+	}
+	return h.exchangeAs(hosts, method, auth, raw)
+}
+
+// exchangeAs is exchange with the egress_open method given, as brokerd gives
+// it: GET for http_fetch, POST for consult.
+func (h *harness) exchangeAs(hosts []string, method string, auth *string, raw string) (*http.Response, []byte) {
+	h.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	end, err := fdpass.OpenEgress(ctx, h.path, hosts, auth)
+	end, err := fdpass.OpenEgress(ctx, h.path, hosts, method, auth)
 	if err != nil {
 		h.t.Fatalf("OpenEgress: %v", err)
 	}

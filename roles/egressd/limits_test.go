@@ -95,24 +95,26 @@ func TestMethods(t *testing.T) {
 	hosts := []string{up.hostPort()}
 	auth := "Bearer k"
 	cases := []struct {
-		method string
-		auth   *string
-		body   string
-		want   int
+		allowed, method string // the call's egress_open method, and the request's
+		auth            *string
+		body            string
+		want            int
 	}{
-		{http.MethodGet, nil, "", http.StatusOK},
-		{http.MethodGet, &auth, "", http.StatusOK},
-		{http.MethodPost, &auth, "{}", http.StatusOK},
-		{http.MethodPost, nil, "{}", http.StatusMethodNotAllowed},
-		{http.MethodPut, &auth, "{}", http.StatusMethodNotAllowed},
-		{http.MethodDelete, nil, "", http.StatusMethodNotAllowed},
-		{http.MethodHead, nil, "", http.StatusMethodNotAllowed},
-		{http.MethodGet, nil, "a body", http.StatusBadRequest},
+		{http.MethodGet, http.MethodGet, nil, "", http.StatusOK},
+		{http.MethodGet, http.MethodGet, &auth, "", http.StatusOK},
+		{http.MethodPost, http.MethodPost, &auth, "{}", http.StatusOK},
+		// A compromised fetch sandbox must not post with the owner's credential.
+		{http.MethodGet, http.MethodPost, &auth, "{}", http.StatusMethodNotAllowed},
+		{http.MethodPost, http.MethodGet, &auth, "", http.StatusMethodNotAllowed},
+		{http.MethodPost, http.MethodPut, &auth, "{}", http.StatusMethodNotAllowed},
+		{http.MethodGet, http.MethodDelete, nil, "", http.StatusMethodNotAllowed},
+		{http.MethodGet, http.MethodHead, nil, "", http.StatusMethodNotAllowed},
+		{http.MethodGet, http.MethodGet, nil, "a body", http.StatusBadRequest},
 	}
 	for _, c := range cases {
-		resp, _ := h.exchange(hosts, c.auth, proxyRequest(t, c.method, up.URL, nil, c.body))
+		resp, _ := h.exchangeAs(hosts, c.allowed, c.auth, proxyRequest(t, c.method, up.URL, nil, c.body))
 		if resp.StatusCode != c.want {
-			t.Errorf("%s (secret %v, body %q): %d, want %d", c.method, c.auth != nil, c.body, resp.StatusCode, c.want)
+			t.Errorf("%s on a %s call (secret %v, body %q): %d, want %d", c.method, c.allowed, c.auth != nil, c.body, resp.StatusCode, c.want)
 		}
 	}
 	if n := up.hits.Load(); n != 3 {

@@ -97,7 +97,10 @@ func grantOf(open wire.EgressOpen) (callGrant, error) {
 		// The value itself is never repeated: it is a secret.
 		return callGrant{}, badMessage("the authorization value is empty or not a valid header value")
 	}
-	return callGrant{hosts: hosts, secret: newSecret(open.Authorization)}, nil
+	if open.Method != "GET" && open.Method != "POST" {
+		return callGrant{}, badMessage("method %.20q: a call may use GET or POST", open.Method)
+	}
+	return callGrant{hosts: hosts, method: open.Method, secret: newSecret(open.Authorization)}, nil
 }
 
 // sandboxConn turns the passed descriptor into a connection; it must be a

@@ -75,6 +75,11 @@ func replaceFile(path string, data []byte) error {
 		mode = fi.Mode().Perm()
 	}
 	tmp, err := os.CreateTemp(dir, ".notes-write-*")
+	if errors.Is(err, syscall.EROFS) {
+		// A grant whose entry is this one file mounts the file alone, on
+		// the read-only root: write it in place, never through a link.
+		return writeInPlace(path, data)
+	}
 	if err != nil {
 		return err
 	}
@@ -88,6 +93,16 @@ func replaceFile(path string, data []byte) error {
 		return err
 	}
 	return syncDir(dir)
+}
+
+// writeInPlace replaces the content of the existing regular file at path.
+func writeInPlace(path string, data []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC|syscall.O_NOFOLLOW, 0)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	return errors.Join(err, f.Sync(), f.Close())
 }
 
 func syncDir(dir string) error {

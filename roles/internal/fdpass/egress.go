@@ -22,7 +22,7 @@ const openID = 1
 //
 // ctx bounds the whole exchange with egressd. The secret travels only on
 // egress.sock; the returned end never sees it.
-func OpenEgress(ctx context.Context, socketPath string, hosts []string, authorization *string) (*os.File, error) {
+func OpenEgress(ctx context.Context, socketPath string, hosts []string, method string, authorization *string) (*os.File, error) {
 	if len(hosts) == 0 {
 		return nil, errors.New("egress: no hosts entries; egressd would allow nothing")
 	}
@@ -32,7 +32,7 @@ func OpenEgress(ctx context.Context, socketPath string, hosts []string, authoriz
 	}
 	// Ours is closed in every case: after the send egressd holds its own.
 	defer egressEnd.Close()
-	if err := askEgressd(ctx, socketPath, wire.EgressOpen{Hosts: hosts, Authorization: authorization}, egressEnd); err != nil {
+	if err := askEgressd(ctx, socketPath, wire.EgressOpen{Hosts: hosts, Method: method, Authorization: authorization}, egressEnd); err != nil {
 		sandboxEnd.Close()
 		return nil, err
 	}

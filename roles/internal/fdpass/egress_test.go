@@ -60,7 +60,7 @@ func TestOpenEgress(t *testing.T) {
 		}
 		f.Write([]byte("served"))
 	})
-	end, err := OpenEgress(context.Background(), path, []string{"a.example"}, &auth)
+	end, err := OpenEgress(context.Background(), path, []string{"a.example"}, "POST", &auth)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,7 +79,7 @@ func TestOpenEgressRefused(t *testing.T) {
 		}
 		wire.WriteEnvelope(c, wire.Envelope{ID: e.ID, Final: true, Msg: wire.WireError{Code: wire.BadMessage, Detail: "no"}})
 	})
-	end, err := OpenEgress(context.Background(), path, []string{"a.example"}, nil)
+	end, err := OpenEgress(context.Background(), path, []string{"a.example"}, "GET", nil)
 	if err == nil || end != nil || !strings.Contains(err.Error(), "bad_message: no") || wire.CodeOf(err) != wire.BadMessage {
 		t.Fatalf("got %v, %v", end, err)
 	}
@@ -91,13 +91,13 @@ func TestOpenEgressGivesUpWithItsContext(t *testing.T) {
 	defer close(hold)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := OpenEgress(ctx, path, []string{"a.example"}, nil); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := OpenEgress(ctx, path, []string{"a.example"}, "GET", nil); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("got %v", err)
 	}
 }
 
 func TestOpenEgressNeedsHosts(t *testing.T) {
-	if _, err := OpenEgress(context.Background(), "/nonexistent", nil, nil); err == nil {
+	if _, err := OpenEgress(context.Background(), "/nonexistent", nil, "GET", nil); err == nil {
 		t.Fatal("no hosts accepted")
 	}
 }

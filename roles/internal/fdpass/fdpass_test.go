@@ -65,7 +65,7 @@ func TestFrameAndDescriptorRoundTrip(t *testing.T) {
 	a, b := connPair(t)
 	r, w := pipe(t)
 	auth := "Bearer x"
-	sent := wire.Envelope{ID: 7, Final: true, Msg: wire.EgressOpen{Hosts: []string{"a.example"}, Authorization: &auth}}
+	sent := wire.Envelope{ID: 7, Final: true, Msg: wire.EgressOpen{Hosts: []string{"a.example"}, Method: "POST", Authorization: &auth}}
 	if err := SendFrameWithFile(a, sent, w); err != nil {
 		t.Fatal(err)
 	}
