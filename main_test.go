@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // runProgram runs the multicall entry in-process, as if exec'd with args.
@@ -33,12 +35,12 @@ func TestDispatch(t *testing.T) {
 		{"version", []string{"boxmaker", "--version"}, 0, "v-test", ""},
 		{"help", []string{"boxmaker", "--help"}, 0, "wire", ""},
 		{"bare boxmaker shows help, usage status", []string{"boxmaker"}, 2, "COMMANDS", ""},
-		{"unknown name", []string{"boxmaker", "frobnicate"}, 2, "", `boxmaker: no role or command named "frobnicate"; valid: egressd, inferproxy, gatewayd, brokerd, loopd, toolkit, bxctl, approvals, approve, deny, init, up, status, chat, sessions, install, audit, grants, wire` + "\n"},
+		{"unknown name", []string{"boxmaker", "frobnicate"}, 2, "", `boxmaker: no role or command named "frobnicate"; valid: egressd, inferproxy, gatewayd, brokerd, loopd, toolkit, bxctl, approvals, approve, deny, init, up, status, chat, sessions, notes, install, audit, grants, wire` + "\n"},
 		{"unknown flag", []string{"boxmaker", "--frobnicate"}, 2, "", "flag provided but not defined"},
 		{"role as first argument", []string{"boxmaker", "bxctl", "wire", "check", valid}, 0, "tool_request id 7", ""},
 		{"bxctl command at the top", []string{"boxmaker", "wire", "check", valid}, 0, "tool_request id 7", ""},
 		{"role from argv[0]", []string{"/usr/local/bin/bxctl", "wire", "check", valid}, 0, "tool_request id 7", ""},
-		{"argv[0] role rejects unknown names", []string{"bxctl", "bxctl"}, 2, "", `bxctl: no command named "bxctl"; valid: approvals, approve, deny, init, up, status, chat, sessions, install, audit, grants, wire`},
+		{"argv[0] role rejects unknown names", []string{"bxctl", "bxctl"}, 2, "", `bxctl: no command named "bxctl"; valid: approvals, approve, deny, init, up, status, chat, sessions, notes, install, audit, grants, wire`},
 		{"unknown name under a group", []string{"boxmaker", "wire", "chekc"}, 2, "", `no command named "chekc"; valid: check`},
 		{"other argv[0] acts as boxmaker", []string{"./bm-renamed", "wire", "check", valid}, 0, "tool_request", ""},
 		{"invalid frame fails with 1", []string{"boxmaker", "wire", "check", invalid}, 1, "bad_message", "1 invalid"},
@@ -71,9 +73,7 @@ func TestUnknownNameIsOneLine(t *testing.T) {
 // builds boxmaker, and returns the binary's path.
 func buildBinary(t *testing.T) string {
 	t.Helper()
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make is not installed")
-	}
+	require.Tool(t, "make", "make")
 	out := filepath.Join(t.TempDir(), "boxmaker")
 	cmd := exec.Command("make", "-s", "build", "OUT="+out, "VERSION=v9.9.9-test")
 	if msg, err := cmd.CombinedOutput(); err != nil {

@@ -42,7 +42,14 @@ func TestStackMattermostApprovalByReaction(t *testing.T) {
 	root := mm.Post(alice.ID, channel, "fetch "+page.URL+"/")
 	approval := waitForPost(t, s, mm, root.ID, bot.ID, "ap-")
 	mm.React(mallory.ID, approval.ID, "+1")
-	time.Sleep(time.Second)
+	// gatewayd says when it ignores a reaction, so the check below runs
+	// after the reaction was handled, however fast or slow that was.
+	ignored := "a reaction from " + mallory.ID + ", who is not in allow_users, ignored"
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(s.log.String(), ignored); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gatewayd never said it ignored the stranger's reaction\n%s", s.log)
+		}
+	}
 	if out := s.run("approvals"); !strings.Contains(out, "http_fetch") {
 		t.Fatalf("a stranger's reaction decided the approval:\n%s", out)
 	}

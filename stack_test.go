@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 )
 
@@ -49,8 +50,15 @@ func publicDir(t *testing.T) string {
 
 func startStack(t *testing.T, grants map[string]string, prepare ...func(home string)) *stack {
 	t.Helper()
+	return startStackUpstream(t, "", grants, prepare...)
+}
+
+// startStackUpstream starts the stack against a llama-server at upstream
+// (one the test serves), or the scripted model when upstream is "".
+func startStackUpstream(t *testing.T, upstream string, grants map[string]string, prepare ...func(home string)) *stack {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("skipping: bubblewrap is not installed (apt-get install bubblewrap)")
+		require.Bwrap(t, fmt.Errorf("bubblewrap is not installed (apt-get install bubblewrap): %w", err))
 	}
 	built := buildBinary(t)
 	dir := publicDir(t)
@@ -69,6 +77,10 @@ func startStack(t *testing.T, grants map[string]string, prepare ...func(home str
 		p(s.home)
 	}
 	s.up = exec.Command(s.bin, "up", "--home", s.home, "--scripted-model", "--create-users")
+	if upstream != "" {
+		s.up = exec.Command(s.bin, "up", "--home", s.home, "--create-users")
+		s.up.Env = append(os.Environ(), "BOXMAKER_UPSTREAM="+upstream)
+	}
 	s.up.Stdout, s.up.Stderr = s.log, s.log
 	s.up.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := s.up.Start(); err != nil {
@@ -242,9 +254,7 @@ func (s *stack) pidOf(role string) int {
 // Under up as root each daemon runs as its own user, and one role's user
 // cannot reach what belongs to another.
 func TestStackPrivilegeSeparation(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: privilege separation needs up to run as root")
-	}
+	require.Root(t, "privilege separation needs up to run as root")
 	s := startStack(t, nil)
 	os.WriteFile(filepath.Join(s.home, "etc", "secrets", "consult-key"), []byte("sk-secret\n"), 0o640)
 	for role, user := range map[string]string{"egressd": "boxmaker-egress", "inferproxy": "boxmaker-infer", "brokerd": "boxmaker-broker", "loopd": "boxmaker-loop"} {
@@ -314,13 +324,10 @@ func credOf(t *testing.T, user string) *syscall.Credential {
 // `make run` in a pseudo-terminal reaches the chat prompt and answers a
 // message, and leaving chat stops the stack.
 func TestMakeRunInATerminal(t *testing.T) {
-	for _, tool := range []string{"script", "make"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("skipping: %s is not installed", tool)
-		}
-	}
+	require.Tool(t, "script", "bsdutils")
+	require.Tool(t, "make", "make")
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
-		t.Skip("skipping: bubblewrap is not installed")
+		require.Bwrap(t, fmt.Errorf("bubblewrap is not installed (apt-get install bubblewrap): %w", err))
 	}
 	dir := publicDir(t)
 	state, bin := filepath.Join(dir, "state"), filepath.Join(dir, "boxmaker")
@@ -365,9 +372,7 @@ func TestMakeRunInATerminal(t *testing.T) {
 // Interactive chat in a terminal: a call that needs approval is shown as
 // brokerd describes it and answered y right there.
 func TestStackInteractiveApproval(t *testing.T) {
-	if _, err := exec.LookPath("script"); err != nil {
-		t.Skip("skipping: script (bsdutils) is not installed")
-	}
+	require.Tool(t, "script", "bsdutils")
 	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "Terminal Approved Page\n")
 	}))
@@ -393,7 +398,7 @@ func TestStackInteractiveApproval(t *testing.T) {
 	}
 	waitFor("you> ")
 	io.WriteString(stdin, "fetch "+page.URL+"/\r")
-	waitFor("approve? [y/N]")
+	waitFor("? [y/N]")
 	if !strings.Contains(out.String(), "grant fetch-local, session taint private") {
 		t.Errorf("the approval is not shown as brokerd describes it:\n%s", out.String())
 	}

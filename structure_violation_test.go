@@ -59,11 +59,65 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"wire/long.go":  goSource("wire") + strings.Repeat("// line\n", maxFileLines),
 			"wire/short.go": goSource("wire") + strings.Repeat("// line\n", maxFileLines-1),
 		}, []string{"wire/long.go: 501 lines (at most 500)"}},
+		{"fixtures imports", map[string]string{
+			"fixtures/llamadouble/l.go":      goSource("llamadouble", "boxmaker/fixtures/syncbuf"),
+			"fixtures/syncbuf/s.go":          goSource("syncbuf"),
+			"roles/inferproxy/scripted.go":   goSource("inferproxy", "boxmaker/fixtures/llamadouble"),
+			"roles/inferproxy/proxy_test.go": goSource("inferproxy", "boxmaker/fixtures/syncbuf"),
+			"roles/loopd/loop.go":            goSource("loopd", "boxmaker/fixtures/syncbuf", "boxmaker/roles"),
+			"main.go":                        goSource("main", "boxmaker/fixtures"),
+		}, []string{
+			"main.go: production code imports boxmaker/fixtures, a test double",
+			"roles/loopd/loop.go: production code imports boxmaker/fixtures/syncbuf, a test double",
+		}},
 		{"unsafe and cgo", map[string]string{
 			"wire/u.go":      goSource("wire", "unsafe"),
 			"roles/c/c.go":   goSource("c", "C"),
 			"roles/ok/ok.go": goSource("ok", "os"),
-		}, []string{`roles/c/c.go: imports "C"`, `wire/u.go: imports "unsafe"`}},
+			// The listed file may import unsafe, and nothing else may, not
+			// even another *_unsafe.go or a test.
+			"roles/toolkit/seccomp_unsafe.go": goSource("toolkit", "unsafe"),
+			"roles/toolkit/other_unsafe.go":   goSource("toolkit", "unsafe"),
+			"roles/toolkit/seccomp_test.go":   goSource("toolkit", "unsafe"),
+			// reflect's way round the ban, and a reflect.Pointer that is a Kind.
+			"roles/toolkit/seccomp.go": "package toolkit\nimport \"reflect\"\nvar p = &struct{}{}\n" +
+				"var _ = reflect.ValueOf(p).Pointer()\nvar _ = reflect.ValueOf(p).Kind() == reflect.Pointer\n" +
+				"var _ = reflect.ValueOf(p).Elem().UnsafeAddr()\n",
+		}, []string{
+			`roles/c/c.go: imports "C"`,
+			`roles/toolkit/other_unsafe.go: imports "unsafe"`,
+			"roles/toolkit/seccomp.go:4: calls Pointer(), a raw pointer",
+			"roles/toolkit/seccomp.go:6: calls UnsafeAddr(), a raw pointer",
+			`roles/toolkit/seccomp_test.go: imports "unsafe"`,
+			`wire/u.go: imports "unsafe"`,
+		}},
+		{"warnings", map[string]string{
+			"audit/commit.go": "package audit\n\n// lead commits.\n//\n// WARNING: order matters. TestKnown and\n// TestMissing prove it; so do TestFamily*.\nfunc lead() {}\n\n" +
+				"// Not a warning: TestAlsoMissing is named outside one.\nfunc other() {}\n\n/*\nWARNING: TestGone proves it.\n*/\nfunc third() {}\n",
+			"audit/commit_test.go": "package audit\nimport \"testing\"\nfunc TestKnown(t *testing.T) {}\nfunc TestFamilyOne(t *testing.T) {}\n" +
+				"type s struct{}\nfunc (s) TestMissing(t *testing.T) {}\n",
+		}, []string{
+			"audit/commit.go:5: a warning names TestMissing, which no test defines",
+			"audit/commit.go:13: a warning names TestGone, which no test defines",
+		}},
+		{"package docs", map[string]string{
+			"wire/doc.go":           "// Package wire is documented.\npackage wire\n",
+			"wire/frame.go":         "package wire\n",
+			"wire/wire_test.go":     "// Package wire's tests may say anything.\npackage wire\n",
+			"audit/audit.go":        "// Package audit is documented in its own file.\npackage audit\n",
+			"policy/grant.go":       "// Package policy is documented in the wrong file.\npackage policy\n",
+			"roles/loopd/loop.go":   "package loopd\n",
+			"roles/x/doc.go":        "// Package x is documented.\npackage x\n",
+			"roles/x/x.go":          "// Package x is documented twice.\npackage x\n",
+			"roles/y/y.go":          "//go:build linux\n\n// Package y is documented after a constraint.\npackage y\n",
+			"main.go":               "// Command boxmaker is the binary.\npackage main\n",
+			"fixtures/fake/fake.go": "// A comment set apart from the clause is no doc.\n\npackage fake\n",
+		}, []string{
+			"fixtures/fake: package fake has no package comment (put it in fixtures/fake/doc.go or fixtures/fake/fake.go)",
+			"policy/grant.go: the package comment of policy belongs in policy/doc.go or policy/policy.go",
+			"roles/loopd: package loopd has no package comment (put it in roles/loopd/doc.go or roles/loopd/loopd.go)",
+			"roles/x: package x has 2 package comments, in roles/x/doc.go, roles/x/x.go; keep one",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))
@@ -94,5 +148,38 @@ func TestDependencyCheckCatchesViolations(t *testing.T) {
 	}, "\n")
 	if got != want {
 		t.Errorf("violations:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The allowlists cannot go stale or lose their rules: an entry must still
+// be needed, an unsafe file must be named *_unsafe.go and say why.
+func TestAllowlistsCatchBadEntries(t *testing.T) {
+	files, err := projectFiles(writeTree(t, map[string]string{
+		"roles/toolkit/seccomp_unsafe.go": goSource("toolkit", "unsafe"),
+		"roles/toolkit/raw.go":            goSource("toolkit", "unsafe"),
+		"roles/toolkit/quiet_unsafe.go":   goSource("toolkit", "unsafe"),
+		"roles/inferproxy/scripted.go":    goSource("inferproxy", "boxmaker/fixtures/llamadouble"),
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := checkUnsafe(files, map[string]string{
+		"roles/toolkit/seccomp_unsafe.go": "a reason",
+		"roles/toolkit/raw.go":            "a reason, but not the name",
+		"roles/toolkit/quiet_unsafe.go":   "",
+		"roles/toolkit/gone_unsafe.go":    "a reason for a file that left",
+	})
+	got = append(got, checkFixtureImportsAllowing(files, map[string]string{
+		"roles/inferproxy imports fixtures/llamadouble": "in use",
+		"roles/loopd imports fixtures/llamadouble":      "no longer",
+	})...)
+	want := []string{
+		"roles/toolkit/gone_unsafe.go: allowed unsafe, but there is no such file",
+		"roles/toolkit/quiet_unsafe.go: allowed unsafe without a reason",
+		"roles/toolkit/raw.go: allowed unsafe, but its name does not end in _unsafe.go",
+		`fixtureImports allows "roles/loopd imports fixtures/llamadouble", which no production file does any more: remove it`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("violations:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }

@@ -6,7 +6,9 @@
 # the grants comes from units.nix, which reads the data that
 # `boxmaker install --systemd` uses on other hosts, so the two cannot differ.
 # Secrets are never put in the Nix store: the owner places them in
-# /etc/boxmaker/secrets (see docs/deploy.md).
+# /etc/boxmaker/secrets, which is root's alone, and each unit loads only its
+# own role's with LoadCredential: gatewayd the gateway's token_secret, brokerd
+# every grant's secret (see docs/deploy.md).
 {
   config,
   lib,
@@ -18,10 +20,22 @@ let
   etc = "/etc/boxmaker";
   site = import ./units.nix {
     inherit (cfg) home upstream;
-    inherit etc;
+    inherit etc grantSecrets;
     bin = "${cfg.package}/bin";
     tokenSecret = if cfg.gateway == null then null else cfg.gateway.token_secret;
   };
+
+  # A grant is its TOML text or a file, which is read here to learn the
+  # secret it names: brokerd's unit loads every one (install reads the
+  # installed grants the same way).
+  isFile = grant: builtins.isPath grant || lib.hasPrefix "/" grant;
+  grantSecrets = builtins.concatMap (
+    grant:
+    let
+      secret = (builtins.fromTOML (if isFile grant then builtins.readFile grant else grant)).secret or null;
+    in
+    if secret == null then [ ] else [ secret ]
+  ) (builtins.attrValues cfg.grants);
 
   toml = pkgs.formats.toml { };
   configFile = toml.generate "boxmaker-config.toml" (
@@ -46,7 +60,7 @@ let
         group = brokerGroup;
       }
       # types.path also takes a string that starts with "/", which no TOML text does.
-      // (if builtins.isPath grant || lib.hasPrefix "/" grant then { source = grant; } else { text = grant; })
+      // (if isFile grant then { source = grant; } else { text = grant; })
     );
 
   # "f" creates a missing file (memory/core.md); both set owner and mode.
@@ -62,7 +76,7 @@ let
       token_secret = lib.mkOption {
         type = lib.types.str;
         default = "mattermost-bot";
-        description = "File name in /etc/boxmaker/secrets holding the bot token; gatewayd's unit loads it with LoadCredential.";
+        description = "File name in /etc/boxmaker/secrets holding the bot token; gatewayd's unit, and no other unless a grant names it too, loads it with LoadCredential.";
       };
       channels = lib.mkOption {
         type = lib.types.listOf lib.types.str;
@@ -123,7 +137,10 @@ in
       type = lib.types.attrsOf (lib.types.either lib.types.path lib.types.lines);
       default = { };
       example = lib.literalExpression ''{ fetch-docs = ./grants/fetch-docs.toml; notes-read = "tool = \"notes_read\"\n..."; }'';
-      description = "Grants by id: TOML text or a file, installed as /etc/boxmaker/grants/<id>.toml.";
+      description = ''
+        Grants by id: TOML text or a file, installed as /etc/boxmaker/grants/<id>.toml.
+        Each is read at evaluation: the secret it names is loaded into brokerd's unit.
+      '';
     };
 
     settings = lib.mkOption {
@@ -140,7 +157,12 @@ in
         assertion = lib.hasPrefix "/" cfg.home;
         message = "services.boxmaker.home must be an absolute path";
       }
-    ];
+    ]
+    # As CheckSecretName in roles/internal/units/secrets.go: a name goes into unit lines as it is.
+    ++ map (name: {
+      assertion = builtins.match "[A-Za-z0-9][A-Za-z0-9._-]{0,127}" name != null;
+      message = "boxmaker: secret name ${builtins.toJSON name} (gateway.token_secret or a grant's secret) must be a plain file name";
+    }) (grantSecrets ++ (if cfg.gateway == null then [ ] else [ cfg.gateway.token_secret ]));
 
     environment.systemPackages = [ cfg.package ];
 

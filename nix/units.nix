@@ -4,8 +4,9 @@
 # The data is units.json, which `boxmaker install --nix-data` derives from the
 # role table (roles/table.go), the same data `boxmaker install --systemd` uses
 # on other hosts. This file only puts the site's paths in place of the
-# placeholders, drops gatewayd when there is no gateway, and computes
-# inferproxy's address filter. It uses builtins only, so that the Go tests in
+# placeholders, drops gatewayd when there is no gateway, computes
+# inferproxy's address filter, and writes each unit's credential lines for
+# the secrets its role reads. It uses builtins only, so that the Go tests in
 # roles/internal/units can evaluate it with nix-instantiate and compare the
 # result with the installer's units.
 {
@@ -14,6 +15,7 @@
   bin, # the directory that holds the binary and its role links
   upstream ? null, # [infer] upstream, http://host:port
   tokenSecret ? null, # [gateway] token_secret; null: no gateway
+  grantSecrets ? [ ], # every grant's secret = "name"; brokerd loads each
 }:
 let
   data = builtins.fromJSON (builtins.readFile ./units.json);
@@ -42,6 +44,32 @@ let
   };
   kept = builtins.filter (s: present.${s.needs}) data.services;
   units = map (s: s.name + ".service") kept;
+
+  # The secrets a unit loads, as roles/internal/units/secrets.go decides:
+  # gatewayd the token, brokerd every grant's secret, sorted and each once
+  # as SecretsOf gives them; each with data.credential's lines.
+  sortedUnique =
+    l:
+    builtins.foldl' (acc: n: if acc != [ ] && builtins.elemAt acc (builtins.length acc - 1) == n then acc else acc ++ [ n ]) [ ] (
+      builtins.sort builtins.lessThan l
+    );
+  secretsOf =
+    s:
+    if s.secrets == "gateway" then
+      (if gateway then [ tokenSecret ] else [ ])
+    else if s.secrets == "grants" then
+      sortedUnique grantSecrets
+    else
+      [ ];
+  credentials =
+    s:
+    let
+      names = secretsOf s;
+    in
+    if names == [ ] then
+      { }
+    else
+      builtins.mapAttrs (_: line: map (n: builtins.replaceStrings [ "@secret@" ] [ n ] (subst line)) names) data.credential;
   onlyKept = builtins.filter (u: builtins.elem u units);
 
   # inferproxy's address filter, as UpstreamFilter in
@@ -99,7 +127,7 @@ let
       wants = onlyKept s.wants;
       after = onlyKept s.after;
       partOf = [ data.target ];
-      serviceConfig = subst s.serviceConfig // (if s.upstreamFilter then filter else { });
+      serviceConfig = subst s.serviceConfig // (if s.upstreamFilter then filter else { }) // credentials s;
     };
   };
 in

@@ -8,13 +8,20 @@ import (
 )
 
 // Request is one tool call as brokerd sees it: the tool and the model's
-// arguments, unparsed, the session's taint (from brokerd's own Session,
-// never from loopd) and the time of the decision.
+// arguments, unparsed, the session's taint and untrusted flag (from
+// brokerd's own Session, never from loopd) and the time of the decision.
 type Request struct {
 	Tool      string
 	Arguments string
 	Taint     wire.DataClass
+	Untrusted bool
 	Now       wire.Timestamp
+}
+
+// SessionRequest is the Request for a call in session s: its taint and
+// untrusted flag come from s, never from the caller.
+func SessionRequest(s Session, tool, arguments string, now wire.Timestamp) Request {
+	return Request{Tool: tool, Arguments: arguments, Taint: s.Taint(), Untrusted: s.Untrusted(), Now: now}
 }
 
 // Decide applies the five steps of DESIGN.md section 5 to req over grants:
@@ -27,6 +34,10 @@ type Request struct {
 //     <= now). None left: denied grant_expired (the lowest expired id).
 //  4. Candidates with max_taint below the session taint are dropped. None
 //     left: denied taint_too_high, naming the grant step 5 would have chosen.
+//     Then, in an untrusted session only (DESIGN.md section 12), candidates
+//     with when_untrusted = "deny" are dropped (none left: denied
+//     untrusted_session, naming the grant step 5 would have chosen) and auto
+//     candidates with when_untrusted = "ask" become ask.
 //  5. auto before ask, then the lowest id: Allowed or AwaitsApproval.
 //
 // grants may be in any order. The error is only for an invalid taint.
@@ -53,7 +64,11 @@ func Decide(grants []Grant, req Request) (Decision, error) {
 	if len(fit) == 0 {
 		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant"), nil
 	}
-	return d.choose(fit), nil
+	left := d.applyUntrusted(req.Untrusted, fit)
+	if len(left) == 0 {
+		return d.deny(wire.UntrustedSession, choose(fit), 4, `the session is untrusted and every candidate left says when_untrusted = "deny"; step 5 would have chosen this grant`), nil
+	}
+	return d.choose(left), nil
 }
 
 // candidates is step 1: the grants for the tool whose constraints match,
@@ -112,13 +127,46 @@ func (d *Decision) dropExpired(candidates []Grant) (live, expired []Grant) {
 func (d *Decision) dropTainted(live []Grant) []Grant {
 	var fit []Grant
 	for _, g := range live {
-		if g.maxTaint < d.taint {
+		if !g.allowsTaint(d.taint) {
 			d.note(4, g.id, fmt.Sprintf("dropped: max_taint %s is below the session taint %s", g.maxTaint, d.taint))
 		} else {
 			fit = append(fit, g)
 		}
 	}
 	return fit
+}
+
+// candidate is a grant left after step 4 and the mode it applies with: its
+// own, or ask where when_untrusted = "ask" holds an auto grant back.
+type candidate struct {
+	grant Grant
+	mode  Mode
+}
+
+// applyUntrusted is the untrusted rule, after step 4. A trusted session
+// keeps every candidate at its own mode.
+func (d *Decision) applyUntrusted(untrusted bool, fit []Grant) []candidate {
+	var left []candidate
+	ruled := false
+	for _, g := range fit {
+		ruled = ruled || g.whenUntrusted != Unchanged
+		switch {
+		case g.droppedWhen(untrusted):
+			d.note(4, g.id, `dropped: the session is untrusted and the grant says when_untrusted = "deny"`)
+		case g.asksWhen(untrusted):
+			d.note(4, g.id, `auto becomes ask: the session is untrusted and the grant says when_untrusted = "ask"`)
+			left = append(left, candidate{g, Ask})
+		default:
+			left = append(left, candidate{g, g.mode})
+		}
+	}
+	switch {
+	case untrusted && !ruled:
+		d.note(4, "", "the session is untrusted; no candidate left sets when_untrusted")
+	case !untrusted && ruled:
+		d.note(4, "", "the session is trusted, so when_untrusted changes nothing")
+	}
+	return left
 }
 
 // choose picks from grants sorted by id: the first auto grant, else the
@@ -130,16 +178,20 @@ func choose(grants []Grant) Grant {
 	return grants[0]
 }
 
-// choose is step 5.
-func (d Decision) choose(fit []Grant) Decision {
-	g := choose(fit)
-	d.grant = g
-	if g.mode == Auto {
-		d.outcome = Allowed
-		d.note(5, g.id, "chosen: auto, the lowest id among auto candidates; runs now")
+// choose is step 5, over candidates sorted by id, each at the mode the
+// untrusted rule left it.
+func (d Decision) choose(left []candidate) Decision {
+	i := slices.IndexFunc(left, func(c candidate) bool { return c.mode == Auto })
+	if i >= 0 {
+		d.grant, d.mode, d.outcome = left[i].grant, Auto, Allowed
+		d.note(5, d.grant.id, "chosen: auto, the lowest id among auto candidates; runs now")
+		return d
+	}
+	d.grant, d.mode, d.outcome = left[0].grant, Ask, AwaitsApproval
+	if left[0].grant.mode == Auto {
+		d.note(5, d.grant.id, "chosen: ask (an auto grant held back by when_untrusted), the lowest id (no auto candidate is left); waits for approval")
 	} else {
-		d.outcome = AwaitsApproval
-		d.note(5, g.id, "chosen: ask, the lowest id (no auto candidate is left); waits for approval")
+		d.note(5, d.grant.id, "chosen: ask, the lowest id (no auto candidate is left); waits for approval")
 	}
 	return d
 }

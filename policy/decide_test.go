@@ -96,8 +96,10 @@ func grantSet(t testing.TB, bodies map[string]string) []Grant {
 	return grants
 }
 
+// search is a notes_search grant over memory/notes; extra holds top-level
+// keys, written before [constraints].
 func search(mode, maxTaint, extra string) string {
-	return fmt.Sprintf("tool = \"notes_search\"\nmode = %q\nmax_taint = %q\n%s", mode, maxTaint, extra)
+	return fmt.Sprintf("tool = \"notes_search\"\nmode = %q\nmax_taint = %q\n%s[constraints]\npaths = [\"notes\"]\n", mode, maxTaint, extra)
 }
 
 const searchArgs = `{"query":"q"}`

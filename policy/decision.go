@@ -35,6 +35,7 @@ func (o Outcome) String() string {
 type Decision struct {
 	outcome   Outcome
 	grant     Grant
+	mode      Mode // what the call goes by: the grant's mode, or Ask where when_untrusted held an auto grant back
 	reason    wire.DenyReason
 	tool      string
 	arguments string
@@ -76,7 +77,8 @@ func (d Decision) Outcome() Outcome { return d.outcome }
 func (d Decision) Reason() wire.DenyReason { return d.reason }
 
 // Grant returns the grant that decided, if one did: the chosen grant, the
-// deny grant, the expired grant or the grant the taint ruled out.
+// deny grant, the expired grant, or the grant the taint or the untrusted
+// rule ruled out.
 func (d Decision) Grant() (Grant, bool) { return d.grant, !d.grant.IsZero() }
 
 // Tool and Arguments are the call as requested; Args is its arguments as
@@ -125,9 +127,14 @@ func (d Decision) Runnable() (Grant, error) {
 	return Grant{}, ErrZeroDecision
 }
 
-// runsUnder reports whether d holds parsed arguments and a grant of mode m:
-// a second check, after the outcome, that only Decide made d.
-func (d Decision) runsUnder(m Mode) bool { return d.grant.mode == m && d.args != nil }
+// runsUnder reports whether d holds parsed arguments and goes by mode m
+// under a grant that allows it: one of mode m, or, for Ask, an auto grant
+// whose when_untrusted = "ask" held it back. It is a second check, after
+// the outcome, that only Decide made d.
+func (d Decision) runsUnder(m Mode) bool {
+	heldBack := m == Ask && d.grant.mode == Auto && d.grant.whenUntrusted == AskWhenUntrusted
+	return d.mode == m && (d.grant.mode == m || heldBack) && d.args != nil
+}
 
 // Approve turns an ask decision into an approved one. approver is
 // "local:<user>" (from SO_PEERCRED, with post nil) or "mm:<user id>" (with

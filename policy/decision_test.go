@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,25 +12,33 @@ import (
 	"boxmaker/wire"
 )
 
-// buildSnippet writes src as a package in a fresh directory inside this
-// module and runs go build on it, returning the compiler's output. The
-// directory's name starts with "_", so ./... patterns run at the same time
-// (make gate, another engineer's go vet) never see it.
+// buildSnippet runs go build on src as a package inside this module,
+// returning the compiler's output. The package exists only in a build
+// overlay: its source lies in the test's temporary directory and the go
+// command sees it at policy/_snippet, so nothing is written into the
+// source tree, and ./... patterns run at the same time never see it.
 func buildSnippet(t *testing.T, src string) (string, error) {
 	t.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("the go command is needed to prove Decision cannot be built outside policy: %v", err)
 	}
-	dir, err := os.MkdirTemp(".", "_snippet")
+	here, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.WriteFile(filepath.Join(dir, "snippet.go"), []byte(src), 0o600); err != nil {
+	tmp := t.TempDir()
+	source := filepath.Join(tmp, "snippet.go")
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": {filepath.Join(here, "_snippet", "snippet.go"): source}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(goTool, "build", "./"+filepath.Base(dir))
+	for name, data := range map[string][]byte{source: []byte(src), filepath.Join(tmp, "overlay.json"): overlay} {
+		if err := os.WriteFile(name, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(goTool, "build", "-overlay", filepath.Join(tmp, "overlay.json"), "./_snippet")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -1,7 +1,8 @@
 // Package policy decides whether a tool call may run: it parses and checks
 // the owner's grant files, matches a call's arguments against each grant's
 // constraints (hosts, paths, patterns), applies the five steps of the
-// decision, and keeps a session's taint and untrusted flag.
+// decision with the untrusted rule (when_untrusted, DESIGN.md section 12),
+// and keeps a session's taint and untrusted flag.
 //
 // Its Decision type is the only thing the tool runner accepts: its fields are
 // unexported, Decide and Approve are the only ways to make a valid one, and

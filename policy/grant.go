@@ -35,6 +35,37 @@ func (m Mode) String() string {
 	return modeNames[m]
 }
 
+// UntrustedRule is a grant's when_untrusted: what an auto or ask grant does
+// once its session has read untrusted data (DESIGN.md section 12).
+type UntrustedRule uint8
+
+const (
+	Unchanged         UntrustedRule = iota // the default: the grant's mode holds
+	AskWhenUntrusted                       // an auto grant waits for approval instead
+	DenyWhenUntrusted                      // the grant is dropped from the decision
+)
+
+var untrustedRuleNames = [...]string{Unchanged: "", AskWhenUntrusted: "ask", DenyWhenUntrusted: "deny"}
+
+// parseUntrustedRule accepts "ask" or "deny", lowercase.
+func parseUntrustedRule(s string) (UntrustedRule, error) {
+	switch s {
+	case "ask":
+		return AskWhenUntrusted, nil
+	case "deny":
+		return DenyWhenUntrusted, nil
+	}
+	return Unchanged, fmt.Errorf(`when_untrusted must be "ask" or "deny", not %q; leave it out to keep the mode in an untrusted session`, s)
+}
+
+// String is the value as a grant file writes it, "" for Unchanged.
+func (r UntrustedRule) String() string {
+	if int(r) >= len(untrustedRuleNames) {
+		return fmt.Sprintf("UntrustedRule(%d)", uint8(r))
+	}
+	return untrustedRuleNames[r]
+}
+
 // Constraints are a grant's [constraints] table as the owner wrote it.
 type Constraints struct {
 	Paths    []string
@@ -45,17 +76,18 @@ type Constraints struct {
 // Grant is one grant file, parsed and checked. Only ParseGrant, LoadFile and
 // LoadDir make one; the zero Grant belongs to no tool and matches nothing.
 type Grant struct {
-	id          string
-	tool        wire.Tool
-	mode        Mode
-	maxTaint    wire.DataClass
-	resultClass wire.DataClass
-	untrusted   bool
-	expires     wire.Timestamp
-	hasExpiry   bool
-	secret      string
-	constraints Constraints
-	matcher     matcher
+	id            string
+	tool          wire.Tool
+	mode          Mode
+	maxTaint      wire.DataClass
+	resultClass   wire.DataClass
+	untrusted     bool
+	whenUntrusted UntrustedRule
+	expires       wire.Timestamp
+	hasExpiry     bool
+	secret        string
+	constraints   Constraints
+	matcher       matcher
 }
 
 // ID is the grant file's stem.
@@ -68,6 +100,9 @@ func (g Grant) Mode() Mode                  { return g.mode }
 func (g Grant) MaxTaint() wire.DataClass    { return g.maxTaint }
 func (g Grant) ResultClass() wire.DataClass { return g.resultClass }
 func (g Grant) Untrusted() bool             { return g.untrusted }
+
+// WhenUntrusted is the grant's when_untrusted; Unchanged when it has none.
+func (g Grant) WhenUntrusted() UntrustedRule { return g.whenUntrusted }
 
 // Expires returns the grant's expiry, if it has one.
 func (g Grant) Expires() (wire.Timestamp, bool) { return g.expires, g.hasExpiry }
@@ -91,6 +126,30 @@ func (g Grant) IsZero() bool { return g.matcher == nil }
 // equals now has expired: the instant written is the first one it no
 // longer covers.
 func (g Grant) ExpiredAt(now wire.Timestamp) bool { return g.hasExpiry && g.expires <= now }
+
+// UsableIn reports whether g could let a call run, now or once the owner
+// approves, in a session in state s at now: what steps 2 to 4 and the
+// untrusted rule of Decide ask of a grant alone (not deny, not expired,
+// max_taint at least the taint, not dropped by when_untrusted = "deny").
+// It knows no call's arguments, so a deny grant for the tool does not rule
+// g out: tool_list names a tool when one of its grants is usable.
+func (g Grant) UsableIn(s Session, now wire.Timestamp) bool {
+	return !g.IsZero() && g.mode != Deny && !g.ExpiredAt(now) && g.allowsTaint(s.Taint()) && !g.droppedWhen(s.Untrusted())
+}
+
+// allowsTaint reports whether g applies at session taint t (step 4).
+func (g Grant) allowsTaint(t wire.DataClass) bool { return g.maxTaint >= t }
+
+// droppedWhen reports whether the untrusted rule drops g from a session
+// whose untrusted flag is untrusted.
+func (g Grant) droppedWhen(untrusted bool) bool {
+	return untrusted && g.whenUntrusted == DenyWhenUntrusted
+}
+
+// asksWhen reports whether the untrusted rule makes auto grant g ask.
+func (g Grant) asksWhen(untrusted bool) bool {
+	return untrusted && g.mode == Auto && g.whenUntrusted == AskWhenUntrusted
+}
 
 // Covers reports whether args, already decoded for g's tool, satisfy g's
 // constraints, and says why in a sentence for `grants explain`.

@@ -148,9 +148,9 @@ func TestLoadDirKeepsGoodGrantsBesideBadOnes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("a.toml", "tool = \"notes_search\"\nmode = \"auto\"\nmax_taint = \"private\"\n")
-	write("a-b.toml", "tool = \"notes_search\"\nmode = \"ask\"\nmax_taint = \"private\"\n")
-	write("b.toml", "tool = \"notes_search\"\nmode = \"sometimes\"\nmax_taint = \"private\"\n")
+	write("a.toml", "tool = \"consult\"\nmode = \"auto\"\nmax_taint = \"private\"\n")
+	write("a-b.toml", "tool = \"consult\"\nmode = \"ask\"\nmax_taint = \"private\"\n")
+	write("b.toml", "tool = \"consult\"\nmode = \"sometimes\"\nmax_taint = \"private\"\n")
 	write("README", "not a grant")
 	grants, bad, err := LoadDir(dir)
 	if err != nil {

@@ -22,6 +22,7 @@ type grantFile struct {
 	MaxTaint    *string          `toml:"max_taint"`
 	ResultClass *string          `toml:"result_class"`
 	Untrusted   *bool            `toml:"untrusted"`
+	WhenUntrust *string          `toml:"when_untrusted"`
 	Expires     any              `toml:"expires"`
 	Secret      *string          `toml:"secret"`
 	Constraints *constraintsFile `toml:"constraints"`
@@ -42,7 +43,7 @@ type exampleFile struct {
 // keyTypes says what each key holds, for type mismatches go-toml reports.
 var keyTypes = map[string]string{
 	"tool": "a string", "mode": "a string", "max_taint": "a string", "result_class": "a string",
-	"untrusted": "true or false", "secret": "a string", "constraints": "a table",
+	"untrusted": "true or false", "when_untrusted": `"ask" or "deny"`, "secret": "a string", "constraints": "a table",
 	"constraints.paths": "an array of strings", "constraints.hosts": "an array of strings",
 	"constraints.patterns": "an array of strings", "examples": "an array of tables ([[examples]])",
 	"examples.arguments": "a string", "examples.matches": "true or false",
@@ -169,6 +170,13 @@ func (g *Grant) setOptional(f grantFile, c *collector) {
 	if f.Untrusted != nil {
 		g.untrusted = *f.Untrusted
 	}
+	if f.WhenUntrust != nil {
+		g.whenUntrusted, err = parseUntrustedRule(*f.WhenUntrust)
+		c.add("when_untrusted", err)
+		if err == nil && g.mode == Deny {
+			c.add("when_untrusted", errors.New("when_untrusted applies to auto and ask grants; a deny grant denies in every session: remove when_untrusted"))
+		}
+	}
 	g.expires, g.hasExpiry, err = parseExpires(f.Expires)
 	c.add("expires", err)
 	if f.Secret != nil {
@@ -250,7 +258,7 @@ func (g *Grant) setConstraints(f grantFile) []problem {
 	if f.Constraints != nil {
 		g.constraints = Constraints(*f.Constraints)
 	}
-	m, probs := compileConstraints(g.tool, g.constraints)
+	m, probs := compileConstraints(g.tool, g.mode, g.constraints)
 	examples, more := checkExampleFields(f.Examples)
 	probs = append(probs, more...)
 	if len(probs) > 0 {

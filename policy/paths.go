@@ -84,6 +84,9 @@ func parsePathEntry(tool wire.Tool, s string) (pathEntry, error) {
 		return pathEntry{}, fmt.Errorf("path %q: %s", s, notesPathRule)
 	case tool.Dimension == wire.AbsolutePathsDimension && !absolute:
 		return pathEntry{}, fmt.Errorf("path %q: %s paths are absolute", s, tool.Name)
+	case tool.WritesPaths && coversCore(s):
+		return pathEntry{}, fmt.Errorf("path %q would let %s change memory/core.md, the system prompt of every session, "+
+			"which no grant may mount writable; grant the directory your notes live in, as \"notes\"", s, tool.Name)
 	}
 	names, err := pathComponents(tool.Dimension, s)
 	if err != nil {
@@ -95,11 +98,36 @@ func parsePathEntry(tool wire.Tool, s string) (pathEntry, error) {
 	return pathEntry{raw: s, names: names}, nil
 }
 
+// coreFile is memory/core.md, the system prompt of every session.
+const coreFile = "core.md"
+
+// coversCore reports whether memory paths entry s, once cleaned, is the root
+// of memory/ (which holds core.md), core.md itself, or lies below a
+// core.md. Case is ignored, so that a case-insensitive file system cannot
+// turn "Core.md" into core.md.
+func coversCore(s string) bool {
+	names, inside := components(s)
+	return inside && (len(names) == 0 || strings.EqualFold(names[0], coreFile))
+}
+
 func joinPath(dim wire.Dimension, names []string) string {
 	if dim == wire.AbsolutePathsDimension {
 		return "/" + strings.Join(names, "/")
 	}
 	return strings.Join(names, "/")
+}
+
+// scopeMatcher is a ScopedPaths tool's (notes_search): the call names no
+// path, so it is inside every grant for the tool; the grant's paths say
+// what the sandbox mounts, and so what the call can see.
+type scopeMatcher struct{ paths pathsMatcher }
+
+func (m scopeMatcher) match(*subject) (bool, string) {
+	quoted := make([]string, len(m.paths.entries))
+	for i, e := range m.paths.entries {
+		quoted[i] = fmt.Sprintf("%q", e.raw)
+	}
+	return true, "the call names no path; it sees only paths " + strings.Join(quoted, ", ")
 }
 
 // pathsMatcher matches file and notes paths against a grant's paths.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 
+	"boxmaker/roles/internal/termtext"
+
 	"github.com/urfave/cli/v3"
 )
 
@@ -140,7 +142,9 @@ func report(err error, name string, stderr io.Writer) int {
 		if !strings.HasPrefix(msg, name+":") && !strings.HasPrefix(msg, programName) {
 			msg = name + ": " + msg
 		}
-		fmt.Fprintln(stderr, msg)
+		// An error may quote a peer (loopd's detail, a grant file's text):
+		// it reaches the terminal through the sanitizer like any such text.
+		fmt.Fprintln(stderr, termtext.Clean(msg))
 	}
 	return code
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // A daemon started as another user by root must find it cannot become root
@@ -18,9 +20,7 @@ func TestDaemonCannotRegainRoot(t *testing.T) {
 		}
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to start a child as another user")
-	}
+	require.Root(t, "starting a child as another user needs root")
 	exe := copyForNobody(t)
 	cmd := exec.Command(exe, "-test.run=^TestDaemonCannotRegainRoot$", "-test.v")
 	cmd.Env = append(os.Environ(), "ROLES_TEST_REGAIN=1")

@@ -40,10 +40,14 @@ type Approval struct {
 	Session      SessionID `json:"session"`
 	Call         CallID    `json:"call"`
 	Tool         string    `json:"tool"`
-	Arguments    string    `json:"arguments"`
+	Subject      string    `json:"subject"`   // what the call acts on, derived by brokerd: show it first
+	Arguments    string    `json:"arguments"` // canonical JSON, exactly what runs
 	Grant        string    `json:"grant"`
 	SessionTaint DataClass `json:"session_taint"`
-	Expires      Timestamp `json:"expires"`
+	// SessionUntrusted says the session has read untrusted data: why an
+	// auto grant with when_untrusted = "ask" is asking.
+	SessionUntrusted bool      `json:"session_untrusted"`
+	Expires          Timestamp `json:"expires"`
 }
 
 // ApprovalAnswer is the owner's answer to one approval.

@@ -198,9 +198,12 @@ const (
 	DeniedByGrant   DenyReason = "denied_by_grant"
 	ApprovalRefused DenyReason = "approval_refused"
 	ApprovalExpired DenyReason = "approval_expired"
+	// UntrustedSession: the session has read untrusted data and every grant
+	// left for the call says when_untrusted = "deny" (DESIGN.md section 12).
+	UntrustedSession DenyReason = "untrusted_session"
 )
 
-var denyReasons = []DenyReason{NoGrant, GrantExpired, TaintTooHigh, DeniedByGrant, ApprovalRefused, ApprovalExpired}
+var denyReasons = []DenyReason{NoGrant, GrantExpired, TaintTooHigh, DeniedByGrant, ApprovalRefused, ApprovalExpired, UntrustedSession}
 
 func (r DenyReason) MarshalText() ([]byte, error) {
 	if err := checkEnum(string(r), denyReasons); err != nil {

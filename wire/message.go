@@ -105,6 +105,14 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"session_list_result", SessionListResult{}},
 	variant{"session_log", SessionLog{}},
 	variant{"session_log_result", SessionLogResult{}},
+	variant{"notes_list", NotesList{}},
+	variant{"notes_list_part", NotesListPart{}},
+	variant{"notes_list_result", NotesListResult{}},
+	variant{"notes_show", NotesShow{}},
+	variant{"notes_show_result", NotesShowResult{}},
+	variant{"notes_endorse", NotesEndorse{}},
+	variant{"notes_endorse_result", NotesEndorseResult{}},
+	variant{"notes_refused", NotesRefused{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",
@@ -126,6 +134,7 @@ var partial = []reflect.Type{
 	reflect.TypeFor[ToolCallEvent](),
 	reflect.TypeFor[ApprovalPendingEvent](),
 	reflect.TypeFor[ToolResultEvent](),
+	reflect.TypeFor[NotesListPart](),
 }
 
 // KindOf returns m's kind as the wire names it ("tool_request", ...), or ""

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 )
 
@@ -23,7 +24,8 @@ const (
 	// [constraints] paths.
 	AbsolutePathsDimension
 	// MemoryPathsDimension: a path relative to memory/, matched against
-	// [constraints] paths.
+	// [constraints] paths; for a ScopedPaths tool (notes_search), the part
+	// of memory/ its sandbox may see.
 	MemoryPathsDimension
 	// PatternsDimension: the command, matched against [constraints] patterns.
 	PatternsDimension
@@ -49,7 +51,8 @@ func (d Dimension) Key() string {
 // NotesSearchArgs, ShellArgs or ConsultArgs. The set is closed.
 type ToolArgs interface {
 	// Subject is the argument the tool's Dimension reads (the URL, the path
-	// or the command), or "" for a tool without one.
+	// or the command), or "" for a tool without one and for a ScopedPaths
+	// tool, whose call names no path.
 	Subject() string
 	// ToolName is the name of the tool these arguments are for.
 	ToolName() string
@@ -123,6 +126,14 @@ type Tool struct {
 	Description string    // one line, for the model
 	Schema      string    // JSON schema of the arguments object, for the model
 	Dimension   Dimension // what its grants' constraints read
+	// ScopedPaths: the grant's paths say which part of memory/ the sandbox
+	// mounts, not which argument the call may name; the call names none, so
+	// every call whose arguments parse is inside every grant for the tool,
+	// and the grant chosen decides what is searched (notes_search).
+	ScopedPaths bool
+	// WritesPaths: the sandbox mounts what the grant's paths name writable
+	// (notes_write), so those paths must never reach memory/core.md.
+	WritesPaths bool
 	decode      func(arguments []byte) (ToolArgs, error)
 }
 
@@ -153,13 +164,15 @@ var toolCatalog = []Tool{
 		Description: "Create or replace one of the owner's notes, named by its path inside the notes directory.",
 		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The note's path, relative to the notes directory."},"content":{"type":"string","description":"The note's full new text."}},"required":["path","content"],"additionalProperties":false}`,
 		Dimension:   MemoryPathsDimension,
+		WritesPaths: true,
 		decode:      decodeArgs[NotesWriteArgs],
 	},
 	{
 		Name:        "notes_search",
 		Description: "Search the owner's notes for words and return the matching passages.",
 		Schema:      `{"type":"object","properties":{"query":{"type":"string","description":"The words to search for."}},"required":["query"],"additionalProperties":false}`,
-		Dimension:   NoDimension,
+		Dimension:   MemoryPathsDimension,
+		ScopedPaths: true,
 		decode:      decodeArgs[NotesSearchArgs],
 	},
 	{
@@ -221,6 +234,17 @@ func DecodeToolArgs(tool, arguments string) (ToolArgs, error) {
 		return nil, fmt.Errorf("no tool named %q", tool)
 	}
 	return t.DecodeArgs(arguments)
+}
+
+// EncodeArgs writes args canonically: after DecodeArgs, the one spelling of
+// a call, which brokerd decides on, shows the owner, records and runs.
+func EncodeArgs(args ToolArgs) ([]byte, error) {
+	if args == nil {
+		return nil, fmt.Errorf("wire: encode: no tool arguments")
+	}
+	v := reflect.New(reflect.TypeOf(args))
+	v.Elem().Set(reflect.ValueOf(args))
+	return encodeTop(v.Interface())
 }
 
 func decodeArgs[T ToolArgs](arguments []byte) (ToolArgs, error) {

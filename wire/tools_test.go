@@ -27,7 +27,7 @@ func TestCatalogIsTheDesignTable(t *testing.T) {
 	dims := map[string]Dimension{
 		"http_fetch": HostsDimension, "file_read": AbsolutePathsDimension,
 		"notes_read": MemoryPathsDimension, "notes_write": MemoryPathsDimension,
-		"notes_search": NoDimension, "shell": PatternsDimension, "consult": NoDimension,
+		"notes_search": MemoryPathsDimension, "shell": PatternsDimension, "consult": NoDimension,
 	}
 	for _, tool := range Tools() {
 		if tool.Dimension != dims[tool.Name] {
@@ -35,6 +35,22 @@ func TestCatalogIsTheDesignTable(t *testing.T) {
 		}
 		if tool.Description == "" || strings.Contains(tool.Description, "\n") {
 			t.Errorf("%s: description %q is not one line", tool.Name, tool.Description)
+		}
+	}
+}
+
+// Only notes_search's paths are a scope rather than an argument, and only
+// notes_write mounts its paths writable (DESIGN.md section 12).
+func TestScopedAndWritingTools(t *testing.T) {
+	for _, tool := range Tools() {
+		if got, want := tool.ScopedPaths, tool.Name == "notes_search"; got != want {
+			t.Errorf("%s: ScopedPaths = %t, want %t", tool.Name, got, want)
+		}
+		if got, want := tool.WritesPaths, tool.Name == "notes_write"; got != want {
+			t.Errorf("%s: WritesPaths = %t, want %t", tool.Name, got, want)
+		}
+		if (tool.ScopedPaths || tool.WritesPaths) && tool.Dimension.Key() != "paths" {
+			t.Errorf("%s: scoped or writing paths need a paths dimension, not %d", tool.Name, tool.Dimension)
 		}
 	}
 }
@@ -200,5 +216,27 @@ func TestToolsReturnsACopy(t *testing.T) {
 	Tools()[0].Name = "changed"
 	if tool, _ := ToolByName("http_fetch"); tool.Name != "http_fetch" || ToolNames()[0] != "http_fetch" {
 		t.Error("changing Tools() changed the catalog")
+	}
+}
+
+// Every spelling of the same arguments encodes to one canonical text.
+func TestEncodeArgsIsCanonical(t *testing.T) {
+	for _, c := range []struct{ tool, in, want string }{
+		{"shell", "{ \"command\" :\n\"ls\" }", `{"command":"ls"}`},
+		{"shell", `{"command":"\u006cs\u001b"}`, `{"command":"ls\u001b"}`},
+		{"notes_write", `{"content":"x","path":"a.md"}`, `{"path":"a.md","content":"x"}`},
+		{"http_fetch", `{"url":"https://example.org/\u003c\u202e"}`, "{\"url\":\"https://example.org/<\u202e\"}"},
+	} {
+		args, err := DecodeToolArgs(c.tool, c.in)
+		if err != nil {
+			t.Fatalf("%q: %v", c.in, err)
+		}
+		got, err := EncodeArgs(args)
+		if err != nil || string(got) != c.want {
+			t.Errorf("%q: %s %v, want %s", c.in, got, err, c.want)
+		}
+	}
+	if _, err := EncodeArgs(nil); err == nil {
+		t.Error("EncodeArgs(nil) gave no error")
 	}
 }

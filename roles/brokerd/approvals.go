@@ -3,6 +3,7 @@ package brokerd
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"sort"
 	"sync"
 
@@ -21,6 +22,7 @@ type answer struct {
 type approvals struct {
 	mu      sync.Mutex
 	pending map[string]*pending
+	limit   int // broker.max_pending_approvals
 }
 
 type pending struct {
@@ -28,17 +30,26 @@ type pending struct {
 	answer chan answer // buffered: one answer, never blocks the answerer
 }
 
-func newApprovals() *approvals { return &approvals{pending: map[string]*pending{}} }
+func newApprovals(limit int) *approvals {
+	return &approvals{pending: map[string]*pending{}, limit: limit}
+}
+
+// errTooManyApprovals is answered to a call that would wait past the bound:
+// a flood of asks must not bury the owner's list or brokerd's memory.
+var errTooManyApprovals = errors.New("too many approvals are waiting for the owner")
 
 // add registers info (its Approval id is filled in) and returns it with the
-// channel its answer will come on.
-func (a *approvals) add(info wire.Approval) (wire.Approval, <-chan answer) {
+// channel its answer will come on, or errTooManyApprovals past the limit.
+func (a *approvals) add(info wire.Approval) (wire.Approval, <-chan answer, error) {
 	info.Approval = newApprovalID()
 	p := &pending{info: info, answer: make(chan answer, 1)}
 	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.pending) >= a.limit {
+		return wire.Approval{}, nil, errTooManyApprovals
+	}
 	a.pending[info.Approval] = p
-	a.mu.Unlock()
-	return info, p.answer
+	return info, p.answer, nil
 }
 
 // remove forgets an approval that expired or whose caller left.

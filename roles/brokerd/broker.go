@@ -57,23 +57,45 @@ func (b *broker) logOnce(msg string) {
 	}
 }
 
-// toolList names the tools that have at least one unexpired grant that is
-// not deny, with what the model needs to call them.
-func (b *broker) toolList() (wire.ToolListResult, error) {
+// What each tool's description adds when the session is no longer clean,
+// so that the model knows why tools are missing or ask first.
+const (
+	taintedNote   = " (This session has read secret data: only tools whose grants allow it are listed.)"
+	untrustedNote = " (This session has read untrusted text, such as a web page: some tools are not listed or ask the owner first.)"
+)
+
+// toolList names the tools that have at least one grant usable in the
+// session as brokerd knows it (policy.Grant.UsableIn: not deny, not
+// expired, max_taint at least the session's taint, not dropped by
+// when_untrusted = "deny" once it is untrusted), with what the model needs
+// to call them. The list is advice to the model; every call is decided
+// again.
+func (b *broker) toolList(id wire.SessionID) (wire.ToolListResult, error) {
+	state, err := b.sessions.get(id)
+	if err != nil {
+		return wire.ToolListResult{}, err
+	}
 	now, err := wire.TimestampOf(b.clock())
 	if err != nil {
 		return wire.ToolListResult{}, err
 	}
 	usable := map[string]bool{}
 	for _, g := range b.grants() {
-		if g.Mode() != policy.Deny && !g.ExpiredAt(now) {
+		if g.UsableIn(state, now) {
 			usable[g.Tool()] = true
 		}
+	}
+	note := ""
+	if state.Taint() > wire.Private {
+		note += taintedNote
+	}
+	if state.Untrusted() {
+		note += untrustedNote
 	}
 	res := wire.ToolListResult{Tools: []wire.ToolSpec{}}
 	for _, t := range wire.Tools() {
 		if usable[t.Name] {
-			res.Tools = append(res.Tools, wire.ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Schema})
+			res.Tools = append(res.Tools, wire.ToolSpec{Name: t.Name, Description: t.Description + note, Parameters: t.Schema})
 		}
 	}
 	return res, nil
@@ -107,7 +129,7 @@ func (b *broker) handleTool(ctx context.Context, req wire.Envelope, reply replyF
 	case wire.ToolRequest:
 		return b.toolRequest(ctx, m, reply)
 	case wire.ToolList:
-		res, err := b.toolList()
+		res, err := b.toolList(m.Session)
 		if err != nil {
 			return err
 		}
@@ -125,6 +147,16 @@ func (b *broker) handleAdmin(req wire.Envelope, approver string, reply replyFunc
 		return reply(true, b.answerApproval(m, approver))
 	case wire.SessionState:
 		res, err := b.sessionState(m.Session)
+		if err != nil {
+			return err
+		}
+		return reply(true, res)
+	case wire.NotesList:
+		return b.notesList(reply)
+	case wire.NotesShow:
+		return reply(true, b.notesShow(m))
+	case wire.NotesEndorse:
+		res, err := b.notesEndorse(m, approver)
 		if err != nil {
 			return err
 		}

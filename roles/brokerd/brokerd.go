@@ -86,11 +86,14 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if !caps.ProcessLimit {
 		opts.Log.Print("running as root: the kernel exempts root from the sandbox's process limit; run brokerd as its own user (boxmaker up does)")
 	}
-	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(),
+	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
 		badSeen: map[string]bool{}, grantDir: opts.Paths.Grants, gateway: cfg.Gateway != nil}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
-		egressSock: socketPath(opts.Paths, "brokerd", "egressd")}
+		egressSock: socketPath(opts.Paths, "brokerd", "egressd"), slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
+		return nil, err
+	}
+	if b.runner.notes, err = openNoteLabels(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {
 		return nil, err
 	}
 	auditDir := opts.Paths.Join("audit")
@@ -119,7 +122,7 @@ func (b *broker) serve(ctx context.Context) error {
 		{"loopd", []string{"tool_request", "tool_list"}, func(ctx context.Context, _ sock.Peer, e wire.Envelope, r replyFunc) error {
 			return b.handleTool(ctx, e, r)
 		}},
-		{"bxctl", []string{"approval_list", "approval_answer", "session_state"}, func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
+		{"bxctl", []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse"}, func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
 			return b.handleAdmin(e, "local:"+roles.UserName(p.UID), r)
 		}},
 	}
@@ -161,6 +164,10 @@ func (b *broker) listen(client string, accepts []string, handle func(context.Con
 		Accepts:   accepts,
 		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
 		Log:       b.log,
+		// Bounds: a flood of connections or a frame that never ends
+		// costs brokerd a bounded number of goroutines and buffers.
+		MaxConns:     b.cfg.Broker.MaxConnections,
+		FrameTimeout: b.cfg.Broker.FrameTimeout.D(),
 		Handle: func(ctx context.Context, p sock.Peer, e wire.Envelope, reply sock.Replier) error {
 			return handle(ctx, p, e, func(final bool, m wire.Message) error {
 				return reply(wire.Envelope{Final: final, Msg: m})

@@ -11,11 +11,12 @@ import (
 
 // toolRequest answers one tool_request: decide, record, then run, ask, or deny.
 func (b *broker) toolRequest(ctx context.Context, req wire.ToolRequest, reply replyFunc) error {
+	req.Arguments = canonicalArguments(req.Tool, req.Arguments)
 	state, err := b.sessions.get(req.Session)
 	if err != nil {
 		return err
 	}
-	d, err := b.decide(req, state.Taint())
+	d, err := b.decide(req, state)
 	if err != nil {
 		return err
 	}
@@ -36,13 +37,14 @@ func (b *broker) toolRequest(ctx context.Context, req wire.ToolRequest, reply re
 }
 
 // decide runs the policy over the grants as they are on disk now, so that a
-// changed grant takes effect on the next call.
-func (b *broker) decide(req wire.ToolRequest, taint wire.DataClass) (policy.Decision, error) {
+// changed grant takes effect on the next call. The session's taint and
+// untrusted flag come from state, brokerd's own record, never from loopd.
+func (b *broker) decide(req wire.ToolRequest, state policy.Session) (policy.Decision, error) {
 	now, err := wire.TimestampOf(b.clock())
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	return policy.Decide(b.grants(), policy.Request{Tool: req.Tool, Arguments: req.Arguments, Taint: taint, Now: now})
+	return policy.Decide(b.grants(), policy.SessionRequest(state, req.Tool, req.Arguments, now))
 }
 
 // record writes d to the audit log and returns once it is durable.
@@ -67,18 +69,22 @@ func (b *broker) record(req wire.ToolRequest, d policy.Decision) error {
 }
 
 // execute runs an allowed or approved call, updates the session from its
-// grant (durably, before the answer leaves) and answers the result.
+// grant and the labels of the notes its sandbox could read (durably, before
+// the answer leaves; the notes it wrote are labelled by then too) and
+// answers the result.
 func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Decision, reply replyFunc) error {
 	g, err := d.Runnable()
 	if err != nil {
 		return err
 	}
-	out, err := b.runner.run(ctx, d)
+	out, err := b.runner.run(ctx, d, b.noteWriter(req, g))
 	if err != nil {
 		return err
 	}
 	if out.ran {
-		if err := b.sessions.applyResult(req.Session, g); err != nil {
+		// The session takes on the labels of the notes its sandbox could
+		// read too, so that a note launders neither taint nor trust.
+		if err := b.sessions.applyResultRead(req.Session, g, out.read); err != nil {
 			return err
 		}
 	}
@@ -93,10 +99,19 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	if err != nil {
 		return err
 	}
-	info, answers := b.approvals.add(wire.Approval{
-		Session: req.Session, Call: req.Call, Tool: req.Tool, Arguments: req.Arguments,
-		Grant: g.ID(), SessionTaint: d.Taint(), Expires: expires,
+	state, err := b.sessions.get(req.Session)
+	if err != nil {
+		return err
+	}
+	info, answers, err := b.approvals.add(wire.Approval{
+		Session: req.Session, Call: req.Call, Tool: req.Tool, Subject: subjectOf(d.Args()), Arguments: req.Arguments,
+		Grant: g.ID(), SessionTaint: d.Taint(), SessionUntrusted: state.Untrusted(), Expires: expires,
 	})
+	if err != nil {
+		b.log.Printf("session %s call %d: not offered: %v (broker.max_pending_approvals is %d)", req.Session, req.Call, err, b.cfg.Broker.MaxPendingApprovals)
+		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: not asked: %v (limit %d); answer or let expire the ones waiting, then try again",
+			req.Tool, err, b.cfg.Broker.MaxPendingApprovals)})
+	}
 	defer b.approvals.remove(info.Approval)
 	b.log.Printf("approval %s: session %s call %d %s under grant %s, until %s", info.Approval, req.Session, req.Call, req.Tool, g.ID(), expires)
 	if err := reply(false, wire.PendingApproval{Approval: info.Approval, Expires: expires}); err != nil {
@@ -111,12 +126,21 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	defer timer.Stop()
 	select {
 	case ans := <-answers:
+		if ctx.Err() != nil {
+			// The caller left as the answer came: nobody would get the
+			// result, so the approval is withdrawn, not run.
+			b.log.Printf("approval %s: withdrawn as it was answered: %v", info.Approval, context.Cause(ctx))
+			return context.Cause(ctx)
+		}
 		return b.answered(ctx, req, d, ans, reply)
 	case <-timer.C:
 		return b.refuse(req, d, wire.ApprovalExpired, reply)
 	case <-ctx.Done():
-		b.log.Printf("approval %s: abandoned: the caller left or brokerd is stopping", info.Approval)
-		return ctx.Err()
+		// Withdrawn: the deferred remove takes it off every list before
+		// anyone can answer it, and the gateway's offer ends with ctx.
+		// Nothing ran, so nothing is recorded.
+		b.log.Printf("approval %s: withdrawn: %v", info.Approval, context.Cause(ctx))
+		return context.Cause(ctx)
 	}
 }
 
@@ -131,7 +155,7 @@ func (b *broker) answered(ctx context.Context, req wire.ToolRequest, asked polic
 	if err != nil {
 		return err
 	}
-	again, err := b.decide(req, state.Taint())
+	again, err := b.decide(req, state)
 	if err != nil {
 		return err
 	}

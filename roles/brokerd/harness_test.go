@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
@@ -53,9 +54,8 @@ func boxmakerBinary(t testing.TB) string {
 // with bubblewrap installed, where these tests must run.
 func requireSandbox(t testing.TB) {
 	t.Helper()
-	if _, err := sandbox.Check(context.Background(), "/usr/bin/bwrap"); err != nil {
-		t.Skipf("skipping: no sandbox on this machine: %v", err)
-	}
+	_, err := sandbox.Check(context.Background(), "/usr/bin/bwrap")
+	require.Bwrap(t, err)
 }
 
 // home is a boxmaker home for one test.

@@ -14,11 +14,13 @@ const redacted = "[redacted]"
 
 // label turns a tool's content into the result the model is shown: secrets
 // redacted, cut at max bytes on a UTF-8 boundary, and labelled from the
-// grant it ran under. Nothing the tool said about itself is used.
-func label(content string, g policy.Grant, secrets []string, maxBytes int) wire.Result {
+// grant it ran under joined with read, the labels of the notes its sandbox
+// could read (DESIGN.md section 12). Nothing the tool said about itself is
+// used.
+func label(content string, g policy.Grant, read taintLabel, secrets []string, maxBytes int) wire.Result {
 	content = redact(content, secrets)
 	content, truncated := truncate(content, maxBytes)
-	return wire.Result{Content: content, Class: g.ResultClass(), Untrusted: g.Untrusted(), Truncated: truncated}
+	return wire.Result{Content: content, Class: max(g.ResultClass(), read.class), Untrusted: g.Untrusted() || read.untrusted, Truncated: truncated}
 }
 
 // redact hides each secret's value; the longest go first, so that a secret

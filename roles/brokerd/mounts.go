@@ -17,9 +17,10 @@ import (
 // memoryMount is where memory/ appears inside a sandbox.
 const memoryMount = "/memory"
 
-// mountsFor returns what a call's sandbox may see: for a file tool, only the
-// grant entry that covers the requested path; for notes_search, memory/; for
-// every other tool, nothing. Each host path must be its own real path (no
+// mountsFor returns what a call's sandbox may see: for file_read and
+// notes_write, only the grant entry that covers the requested path; for
+// notes_read, only the note it reads; for notes_search, the grant's paths
+// entries; for every other tool, nothing. Each host path must be its own real path (no
 // symlink anywhere in it, so nothing a sandbox planted can redirect a grant),
 // and none may be or hold boxmaker's own state (see refuseState).
 func mountsFor(g policy.Grant, args wire.ToolArgs, memory string, state []string) ([]sandbox.Mount, error) {
@@ -32,7 +33,26 @@ func mountsFor(g policy.Grant, args wire.ToolArgs, memory string, state []string
 			return nil, err
 		}
 	}
+	if _, ok := args.(wire.FileReadArgs); ok {
+		return mounts, refuseNotes(mounts, memory)
+	}
 	return mounts, nil
+}
+
+// refuseNotes refuses a file_read mount that is, holds or lies in memory/:
+// notes carry labels (who wrote them, at what class) that only the notes
+// tools read, and a file_read grant would read them under its own.
+func refuseNotes(mounts []sandbox.Mount, memory string) error {
+	mem, err := filepath.EvalSymlinks(memory)
+	if err != nil {
+		mem = memory
+	}
+	for _, m := range mounts {
+		if within(mem, m.Host) || within(m.Host, mem) {
+			return fmt.Errorf("refusing to mount %s for file_read: it is or holds the notes (%s); grant notes_read instead", m.Host, mem)
+		}
+	}
+	return nil
 }
 
 // refuseState refuses a mount that is, holds, or lies inside one of the
@@ -57,15 +77,11 @@ func mountsOf(g policy.Grant, args wire.ToolArgs, memory string) ([]sandbox.Moun
 	case wire.FileReadArgs:
 		return fileMount(g, args.Subject())
 	case wire.NotesReadArgs:
-		return notesMount(g, args.Subject(), memory, false)
+		return noteMount(g, args.Subject(), memory)
 	case wire.NotesWriteArgs:
 		return notesMount(g, args.Subject(), memory, true)
 	case wire.NotesSearchArgs:
-		real, err := sandbox.Resolve(memory, memory)
-		if err != nil {
-			return nil, err
-		}
-		return []sandbox.Mount{{Host: real, Path: memoryMount}}, nil
+		return searchMounts(g, memory)
 	default:
 		return nil, nil
 	}
@@ -171,4 +187,94 @@ func existingAncestor(p string) string {
 		}
 		p = filepath.Dir(p)
 	}
+}
+
+// noteMount mounts the one note a notes_read call reads, read-only: the
+// result is labelled from the labels of what the sandbox could see, so it
+// sees that file and nothing beside it.
+func noteMount(g policy.Grant, path, memory string) ([]sandbox.Mount, error) {
+	p, err := policy.CleanPath(wire.MemoryPathsDimension, path)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := coveringEntry(g.Constraints().Paths, p); !ok {
+		return nil, fmt.Errorf("no entry of grant %s covers %s", g.ID(), p)
+	}
+	real, err := realNote(memory, p)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := os.Lstat(real)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a note (a regular file)", p)
+	}
+	return []sandbox.Mount{{Host: real, Path: filepath.Join(memoryMount, p)}}, nil
+}
+
+// searchMounts mounts, read-only, each entry of a notes_search grant's
+// paths that exists; an entry inside another is mounted with it. The result
+// is labelled from every labelled note in them, so a secret folder belongs
+// in a grant of its own.
+func searchMounts(g policy.Grant, memory string) ([]sandbox.Mount, error) {
+	entries := g.Constraints().Paths
+	if len(entries) == 0 {
+		// The grant parser requires paths; a grant without them searches nothing.
+		return nil, fmt.Errorf("grant %s names no paths to search", g.ID())
+	}
+	var mounts []sandbox.Mount
+	for _, e := range entries {
+		p, err := policy.CleanPath(wire.MemoryPathsDimension, e)
+		if err != nil {
+			return nil, err
+		}
+		if covered(entries, p) {
+			continue
+		}
+		real, err := realNote(memory, p)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // nothing there to search yet
+		}
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, sandbox.Mount{Host: real, Path: filepath.Join(memoryMount, p)})
+	}
+	return mounts, nil
+}
+
+// covered reports whether another entry holds p.
+func covered(entries []string, p string) bool {
+	for _, e := range entries {
+		if c, err := policy.CleanPath(wire.MemoryPathsDimension, e); err == nil && c != p && within(c, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// realNote is memory/p's real path, refused when a symlink stands anywhere
+// in it: a planted symlink would show another part of memory/ under p's
+// grant.
+func realNote(memory, p string) (string, error) {
+	host := filepath.Join(memory, p)
+	if _, err := os.Lstat(host); errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return "", &fs.PathError{Op: "open", Path: p, Err: fs.ErrNotExist}
+	} else if err != nil {
+		return "", err
+	}
+	real, err := sandbox.Resolve(memory, host)
+	if err != nil {
+		return "", err
+	}
+	realMemory, err := filepath.EvalSymlinks(memory)
+	if err != nil {
+		return "", err
+	}
+	if real != filepath.Join(realMemory, p) {
+		return "", fmt.Errorf("%s leads to %s: a symlink is in the way", p, real)
+	}
+	return real, nil
 }

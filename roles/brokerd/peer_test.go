@@ -7,14 +7,14 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // A connection from a uid the socket does not expect is refused by the
 // SO_PEERCRED check even when the directory's mode lets it through.
 func TestWrongUIDIsRefusedPastPermissions(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to connect as another uid")
-	}
+	require.Root(t, "connecting as another uid needs root")
 	h := newHome(t, "", allGrants())
 	h.start()
 	bin := boxmakerBinary(t)

@@ -146,7 +146,7 @@ func TestOwnerApproves(t *testing.T) {
 	}()
 	id := waitForApproval(t, h)
 	out, err := h.bxctl("approvals")
-	if err != nil || !strings.Contains(out, `arguments: "{\"command\":\"printf approved\"}"`) || !strings.Contains(out, "grant printf, session taint private") {
+	if err != nil || !strings.Contains(out, `shell printf approved`) || !strings.Contains(out, `arguments: {"command":"printf approved"}`) || !strings.Contains(out, "grant printf, session taint private") {
 		t.Fatalf("approvals: %v\n%s", err, out)
 	}
 	if out, err := h.bxctl("approve", id); err != nil || out != "approved "+id {
@@ -334,6 +334,20 @@ func TestStateIsNeverMounted(t *testing.T) {
 		if f, ok := got.(wire.Failed); !ok || !strings.Contains(f.Message, "boxmaker's own state") {
 			t.Errorf("%s: got %#v, want a refusal to mount state", path, got)
 		}
+	}
+}
+
+// A file_read grant never reads the notes: they carry labels only the notes
+// tools read (DESIGN.md section 12).
+func TestFileReadNeverMountsTheNotes(t *testing.T) {
+	h := newHome(t, "", nil)
+	for id, path := range map[string]string{"memory": filepath.Join(h.dir, "memory"), "notes": filepath.Join(h.dir, "memory", "notes")} {
+		h.write("etc/grants/"+id+".toml", "tool = \"file_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\""+path+"\"]\n")
+	}
+	h.start()
+	got := h.toolCall("s1", "file_read", `{"path":"`+filepath.Join(h.dir, "memory", "secret", "bank.md")+`"}`)
+	if f, ok := got.(wire.Failed); !ok || !strings.Contains(f.Message, "grant notes_read instead") {
+		t.Errorf("got %#v, want a refusal to mount the notes", got)
 	}
 }
 

@@ -25,24 +25,39 @@ type runner struct {
 	paths      config.Paths
 	executable string // the boxmaker binary the sandbox runs as toolkit
 	egressSock string // run/brokerd-egressd/egress.sock
+	notes      *noteLabels
+	// slots holds one token per sandbox running now; its capacity is
+	// broker.max_sandboxes, so a flood of calls cannot start unbounded
+	// sandboxes (each may take its memory and process limits).
+	slots chan struct{}
 }
 
 // outcome is what a run gave: the tool's content (ok or failed), the
-// secrets that must be redacted from it, and whether the sandbox ran at all:
-// once it has, whatever comes back (even a failure's text) came out of it
-// and taints the session like a result.
+// secrets that must be redacted from it, whether the sandbox ran at all
+// (once it has, whatever comes back, even a failure's text, came out of it
+// and taints the session like a result), and the join of the labels of the
+// notes the sandbox could read, which the result and the session take on.
 type outcome struct {
 	output  toolrun.Output
 	secrets []string
 	ran     bool
+	read    taintLabel
 }
 
-// run executes the call d allows. d must be runnable (auto or approved):
-// that check is the first thing it does, and nothing runs without it.
-func (r *runner) run(ctx context.Context, d policy.Decision) (outcome, error) {
+// run executes the call d allows, as who (for the labels of the notes it
+// writes). d must be runnable (auto or approved): that check is the first
+// thing it does, and nothing runs without it.
+func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (outcome, error) {
 	g, err := d.Runnable()
 	if err != nil {
 		return outcome{}, err
+	}
+	select {
+	case r.slots <- struct{}{}:
+		defer func() { <-r.slots }()
+	default:
+		r.log.Printf("%s: not run: %d sandboxes are running already (broker.max_sandboxes)", d.Tool(), cap(r.slots))
+		return failedOutcome("%s: not run: brokerd is running %d tool sandboxes already (its limit); try again when one has finished", d.Tool(), cap(r.slots)), nil
 	}
 	mounts, err := mountsFor(g, d.Args(), r.paths.Join("memory"), r.statePaths())
 	if err != nil {
@@ -65,7 +80,23 @@ func (r *runner) run(ctx context.Context, d policy.Decision) (outcome, error) {
 		defer f.Close()
 		spec.Egress = f
 	}
+	nc, err := r.notes.begin(mounts, who)
+	if err != nil {
+		r.log.Printf("%s: %v", d.Tool(), err)
+		return failedOutcome("%s: not run: brokerd cannot label notes now", d.Tool()), nil
+	}
 	res, err := sandbox.Run(ctx, spec)
+	// Whatever became of the tool, what its sandbox wrote is labelled
+	// before anything is answered.
+	notes, nerr := r.notes.finish(nc)
+	if nerr != nil {
+		return outcome{}, nerr
+	}
+	if notes.problem != nil {
+		r.log.Printf("%s: %v", d.Tool(), notes.problem)
+		res.Output = toolrun.Output{OK: false, Content: fmt.Sprintf(
+			"%s: brokerd could not label what the call wrote file by file (%v); the folder now carries the session's label", d.Tool(), notes.problem)}
+	}
 	var fail *sandbox.Failure
 	if res.Diagnostics != "" {
 		r.log.Printf("%s: sandbox said: %s", d.Tool(), strings.TrimSpace(res.Diagnostics))
@@ -74,20 +105,27 @@ func (r *runner) run(ctx context.Context, d policy.Decision) (outcome, error) {
 	case errors.As(err, &fail):
 		r.log.Printf("%s: %s", d.Tool(), fail.Detail)
 		o := failedOutcome("%s", fail.Detail)
-		o.ran, o.secrets = true, nonEmpty(secret)
+		o.ran, o.secrets, o.read = true, nonEmpty(secret), notes.read
 		return o, nil
 	case err != nil:
 		return outcome{}, err
 	}
-	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true}, nil
+	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: notes.read}, nil
 }
 
 // statePaths is what no sandbox may see: boxmaker's own state and config,
 // as real paths (mounts are compared by their real paths).
 func (r *runner) statePaths() []string {
 	var out []string
-	for _, p := range []string{r.paths.Join("run"), r.paths.Join("audit"), r.paths.Join("broker"),
-		r.paths.Join("sessions"), r.paths.Grants, r.paths.Secrets, r.paths.Config} {
+	state := []string{r.paths.Join("run"), r.paths.Join("audit"), r.paths.Join("broker"),
+		r.paths.Join("sessions"), r.paths.Grants, r.paths.Secrets, r.paths.Config}
+	// Under systemd brokerd's copies of its secrets lie in its credentials
+	// directory (/run/credentials/<unit>), which a file_read grant on /run
+	// could otherwise bind into a sandbox.
+	if creds := os.Getenv("CREDENTIALS_DIRECTORY"); filepath.IsAbs(creds) {
+		state = append(state, creds)
+	}
+	for _, p := range state {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
 		}
@@ -168,18 +206,18 @@ func hostEntryOf(raw string) (string, error) {
 	return u.Host, nil
 }
 
-// secretOf reads the grant's secret from the secrets directory. It stays in
-// brokerd and egressd; the sandbox never gets it.
+// secretOf reads brokerd's copy of the grant's secret (readSecret says
+// where it is). It stays in brokerd and egressd; the sandbox never gets it.
 func (r *runner) secretOf(g policy.Grant) (string, error) {
 	name, ok := g.Secret()
 	if !ok {
 		return "", nil
 	}
-	data, err := os.ReadFile(filepath.Join(r.paths.Secrets, name))
+	value, err := readSecret(r.paths, name)
 	if err != nil {
 		return "", fmt.Errorf("secret %s of grant %s: %w", name, g.ID(), err)
 	}
-	return strings.TrimRight(string(data), "\r\n"), nil
+	return value, nil
 }
 
 func nonEmpty(s string) []string {
@@ -196,5 +234,5 @@ func resultOf(o outcome, g policy.Grant, maxBytes int) wire.ToolResponse {
 		msg, _ := truncate(redact(o.output.Content, o.secrets), maxBytes)
 		return wire.Failed{Message: msg}
 	}
-	return label(o.output.Content, g, o.secrets, maxBytes)
+	return label(o.output.Content, g, o.read, o.secrets, maxBytes)
 }

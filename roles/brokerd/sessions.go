@@ -59,7 +59,8 @@ func (s *sessions) load(id wire.SessionID) (policy.Session, error) {
 //
 // WARNING: call it before the result is sent. If the file were written after,
 // a crash between the two would let the model see a secret result while the
-// stored taint stayed lower. TestTaintSurvivesRestart proves the order holds.
+// stored taint stayed lower. TestSecretTaintBlocksPrivateGrantAcrossRestart
+// proves the stored taint is what a later call, and a restarted brokerd, go by.
 func (s *sessions) applyResult(id wire.SessionID, g policy.Grant) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

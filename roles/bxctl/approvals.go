@@ -21,7 +21,7 @@ func approvalCommands() []*cli.Command {
 		Usage: "list the tool calls waiting for your approval, as brokerd describes them",
 		Flags: append(homeFlags(), &cli.BoolFlag{
 			Name:  "json",
-			Usage: "an array of objects: approval, session, call, tool, arguments, grant, session_taint, expires",
+			Usage: "an array of objects: approval, session, call, tool, subject, arguments, grant, session_taint, session_untrusted, expires",
 		}),
 		Action: listApprovals,
 	}, {
@@ -86,17 +86,15 @@ func listApprovals(ctx context.Context, cmd *cli.Command) error {
 	return nil
 }
 
-// writeApprovals shows each approval with its arguments as quoted data: they
-// are the model's words and must not read as instructions.
+// writeApprovals shows each approval as the chat prompt does: the subject
+// first, then the arguments as sanitized data.
 func writeApprovals(out io.Writer, list []wire.Approval) {
 	if len(list) == 0 {
 		fmt.Fprintln(out, "no pending approvals")
 		return
 	}
 	for _, a := range list {
-		fmt.Fprintf(out, "%s  %s (session %s, call %d)\n", a.Approval, a.Tool, a.Session, a.Call)
-		fmt.Fprintf(out, "    arguments: %q\n", a.Arguments)
-		fmt.Fprintf(out, "    grant %s, session taint %s, expires %s\n", a.Grant, a.SessionTaint, a.Expires)
+		describeApproval(out, a)
 	}
 }
 

@@ -3,8 +3,11 @@ package bxctl
 import (
 	"context"
 	"fmt"
+	"strings"
+	"unicode/utf16"
 
 	"boxmaker/audit"
+	"boxmaker/roles/internal/termtext"
 
 	"github.com/urfave/cli/v3"
 )
@@ -86,7 +89,27 @@ func auditTail(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	for _, l := range lines {
-		fmt.Fprintln(cmd.Root().Writer, l)
+		fmt.Fprintln(cmd.Root().Writer, jsonForTerminal(l))
 	}
 	return nil
+}
+
+// jsonForTerminal writes every character of a canonical JSON line that a
+// terminal could interpret or hide (they occur only inside strings) as a
+// JSON \u escape: the line stays valid JSON with the same value, for jq,
+// and shows nothing a model chose to hide.
+func jsonForTerminal(line string) string {
+	var b strings.Builder
+	for _, r := range line {
+		switch {
+		case termtext.Safe(r):
+			b.WriteRune(r)
+		case r > 0xffff:
+			r1, r2 := utf16.EncodeRune(r)
+			fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
+		default:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		}
+	}
+	return b.String()
 }

@@ -19,6 +19,7 @@ func Commands() []*cli.Command {
 		statusCommand(),
 		chatCommand(),
 		sessionsCommand(),
+		notesCommand(),
 		installCommand(),
 		auditCommand(),
 		grantsCommand(),

@@ -140,7 +140,7 @@ func (c *chatter) event(ctx context.Context, m wire.Message) error {
 	case wire.Reasoning:
 		c.view.reasoning(e.Text)
 	case wire.ToolCallEvent:
-		c.view.activity(fmt.Sprintf("call %d: %s %q", e.Call, e.Tool, e.Arguments))
+		c.view.activity(fmt.Sprintf("call %d: %s %s", e.Call, e.Tool, e.Arguments))
 	case wire.ToolResultEvent:
 		c.view.activity(fmt.Sprintf("call %d: %s: %s", e.Call, e.Outcome, e.Detail))
 	case wire.ApprovalPendingEvent:

@@ -32,6 +32,7 @@ func grantsCommand() *cli.Command {
 			Flags: append(homeFlags(),
 				&cli.StringFlag{Name: "grants", Usage: "the grants directory (default: the configured one)"},
 				&cli.StringFlag{Name: "taint", Value: "private", Usage: "the session's taint: public, private or secret"},
+				&cli.BoolFlag{Name: "untrusted", Usage: "decide for a session that has read untrusted data, where when_untrusted applies"},
 				&cli.StringFlag{Name: "at", Usage: "decide at this time, YYYY-MM-DDTHH:MM:SS.mmmZ or RFC 3339 (default: now)"},
 			),
 			Action: explainGrant,
@@ -72,14 +73,18 @@ func writeGrantTable(out io.Writer, grants []policy.Grant) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTOOL\tMODE\tMAX_TAINT\tRESULT_CLASS\tUNTRUSTED\tEXPIRES\tCONSTRAINTS")
+	fmt.Fprintln(tw, "ID\tTOOL\tMODE\tMAX_TAINT\tRESULT_CLASS\tUNTRUSTED\tWHEN_UNTRUSTED\tEXPIRES\tCONSTRAINTS")
 	for _, g := range grants {
 		expires := "never"
 		if ts, ok := g.Expires(); ok {
 			expires = ts.String()
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
-			g.ResultClass(), g.Untrusted(), expires, constraintText(g.Constraints()))
+		whenUntrusted := g.WhenUntrusted().String()
+		if whenUntrusted == "" {
+			whenUntrusted = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
+			g.ResultClass(), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()))
 	}
 	tw.Flush()
 }
@@ -140,7 +145,7 @@ func explainRequest(cmd *cli.Command) (policy.Request, error) {
 	if err != nil {
 		return policy.Request{}, usagef("--at: %v", err)
 	}
-	return policy.Request{Tool: cmd.Args().Get(0), Arguments: cmd.Args().Get(1), Taint: taint, Now: now}, nil
+	return policy.Request{Tool: cmd.Args().Get(0), Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
 }
 
 // parseAt reads --at: the wire's own form, or any RFC 3339 time.

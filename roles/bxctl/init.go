@@ -93,13 +93,17 @@ func (f layoutFile) write(home, etc string) error {
 }
 
 // layout is everything init writes. The grants are safe by default: public
-// fetches ask, notes are read without asking and written only on approval.
+// fetches ask, notes are read and searched (memory/notes only) without
+// asking and written only on approval, and a few harmless shell commands
+// run at once. A session that has read untrusted text may not write notes
+// and must ask before shell (when_untrusted, DESIGN.md section 12).
 func layout() []layoutFile {
 	return []layoutFile{
 		{true, "config.toml", 0o644, configTemplate},
 		{true, "grants/notes-read.toml", 0o644, grantNotesRead},
 		{true, "grants/notes-search.toml", 0o644, grantNotesSearch},
 		{true, "grants/notes-write.toml", 0o644, grantNotesWrite},
+		{true, "grants/shell.toml", 0o644, grantShell},
 		{true, "grants/fetch-public.toml", 0o644, grantFetchPublic},
 		{false, "memory/core.md", 0o644, coreMemory},
 		{false, "memory/notes/welcome.md", 0o600, welcomeNote},

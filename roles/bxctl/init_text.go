@@ -46,23 +46,65 @@ arguments = '{"path":"notes-old/x.md"}'
 matches = false
 `
 
-const grantNotesSearch = `# Search your notes without asking.
+const grantNotesSearch = `# Search your notes in memory/notes without asking. A search sees every
+# file under its paths, and its results are labelled from all of them: keep
+# secret notes in a directory of their own (memory/secret, say) with their
+# own grant, and leave that directory out of this one.
 tool = "notes_search"
 mode = "auto"
-max_taint = "secret"
-result_class = "private"
-untrusted = false
-`
-
-const grantNotesWrite = `# Write notes only after you approve each write.
-tool = "notes_write"
-mode = "ask"
 max_taint = "secret"
 result_class = "private"
 untrusted = false
 
 [constraints]
 paths = ["notes"]
+`
+
+const grantNotesWrite = `# Write notes in memory/notes only after you approve each write. A session
+# that has read untrusted text (a web page) may not write notes at all: it
+# could have been steered into leaving instructions for a later, clean
+# session. Remove when_untrusted to be asked in such sessions too. No grant
+# may write memory/core.md.
+tool = "notes_write"
+mode = "ask"
+max_taint = "secret"
+result_class = "private"
+untrusted = false
+when_untrusted = "deny"
+
+[constraints]
+paths = ["notes"]
+`
+
+const grantShell = `# Run a few harmless commands without asking: the date and shell
+# arithmetic. The sandbox has no network and sees none of your files. A
+# session that has read untrusted text (a web page) asks you first, since
+# that text may have chosen the command.
+tool = "shell"
+mode = "auto"
+max_taint = "secret"
+result_class = "private"
+untrusted = false
+when_untrusted = "ask"
+
+[constraints]
+patterns = ['date( -u)?( \+[%A-Za-z0-9:_.-]+)?', 'echo \$\(\([-+*/%() 0-9]+\)\)']
+
+[[examples]]
+arguments = '{"command":"date -u +%Y-%m-%d"}'
+matches = true
+
+[[examples]]
+arguments = '{"command":"echo $((6 * 7))"}'
+matches = true
+
+[[examples]]
+arguments = '{"command":"date; cat /etc/passwd"}'
+matches = false
+
+[[examples]]
+arguments = '{"command":"echo $(cat /etc/passwd)"}'
+matches = false
 `
 
 const grantFetchPublic = `# Fetch any public https page, after you approve each fetch. Pages are

@@ -80,7 +80,8 @@ func install(_ context.Context, cmd *cli.Command) error {
 	return applyPlan(plan, exe, hostSystem{log: cmd.Root().ErrWriter}, cmd.Root().ErrWriter)
 }
 
-// planFor reads what the units depend on from the layout's config.toml.
+// planFor reads what the units depend on from the layout's config.toml
+// and, for the secrets brokerd's unit loads, its grants.
 // BOXMAKER_UPSTREAM is refused: the units never see the installer's
 // environment, so inferproxy would dial one upstream and be allowed another.
 func planFor(layout units.Layout) (units.Plan, error) {
@@ -92,17 +93,31 @@ func planFor(layout units.Layout) (units.Plan, error) {
 	if err != nil {
 		return units.Plan{}, err
 	}
-	gw, err := config.LoadGateway(layout.Config())
-	if err != nil {
+	grantsDir := filepath.Join(layout.Etc, "grants")
+	var notes []string
+	token, grants, bad, err := secretNames(layout.Config(), grantsDir)
+	if errors.Is(err, fs.ErrPermission) && os.Geteuid() != 0 {
+		// A dry run by the owner: the grants are brokerd's and root's.
+		notes = append(notes, "cannot read "+grantsDir+" (not root): brokerd's unit below loads none of the secrets the grants name")
+	} else if err != nil {
 		return units.Plan{}, err
 	}
-	token := ""
-	if gw != nil {
-		token = gw.TokenSecret
+	if bad > 0 {
+		notes = append(notes, fmt.Sprintf("%d grant file(s) in %s do not parse (boxmaker grants check): brokerd ignores them, "+
+			"and a secret they name is not loaded until they are fixed and install runs again", bad, grantsDir))
 	}
-	plan, err := units.NewPlan(units.NewSite(layout, cfg.Infer.Upstream, token))
+	site := units.NewSite(layout, cfg.Infer.Upstream, token)
+	site.GrantSecrets = grants
+	plan, err := units.NewPlan(site)
 	if _, statErr := os.Stat(layout.Config()); errors.Is(statErr, fs.ErrNotExist) {
 		plan.Notes = append(plan.Notes, layout.Config()+" does not exist yet: write it (docs/configuration.md) and run install again")
+	}
+	plan.Notes = append(plan.Notes, notes...)
+	for _, u := range plan.Secrets {
+		if _, statErr := os.Lstat(filepath.Join(layout.SecretsDir(), u.Name)); errors.Is(statErr, fs.ErrNotExist) {
+			plan.Notes = append(plan.Notes, fmt.Sprintf("secret %s (read by %s) is not in %s yet: the unit starts without it and "+
+				"what needs it fails; put it there and restart the unit", u.Name, strings.Join(u.Roles, " and "), layout.SecretsDir()))
+		}
 	}
 	return plan, err
 }
@@ -128,7 +143,7 @@ func applyPlan(p units.Plan, source string, sys system, log io.Writer) error {
 		func() error { return ensureAccounts(p, sys, log) },
 		func() error { return ensureBinary(p, source, log) },
 		func() error { return ensureLinks(p, log) },
-		func() error { return ensureDirs(p, sys) },
+		func() error { return ensureHome(p, sys) },
 		func() error { return ensureUnits(p, log) },
 		func() error { return enableUnits(p, sys, log) },
 	} {
@@ -242,8 +257,19 @@ func ensureLinks(p units.Plan, log io.Writer) error {
 	return nil
 }
 
-// ensureDirs makes each directory (and memory/core.md) and sets its owner
-// and mode.
+// ensureHome makes the plan's directories, then its files (memory/core.md)
+// the way up does: by descriptor beneath the home, never through a link,
+// and a file only if it is new or already its owner's (ensurePlanFiles).
+func ensureHome(p units.Plan, sys system) error {
+	dirs := p
+	dirs.Dirs = slices.DeleteFunc(slices.Clone(p.Dirs), func(d units.Dir) bool { return d.File })
+	if err := ensureDirs(dirs, sys); err != nil {
+		return err
+	}
+	return ensurePlanFiles(p.Site.Home, p, sys)
+}
+
+// ensureDirs makes each directory and sets its owner and mode.
 //
 // WARNING: core.md lies in memory/, which brokerd owns, so brokerd could put
 // a symlink or a hard link to another file there for root to chown. The

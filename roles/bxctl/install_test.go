@@ -14,6 +14,7 @@ import (
 	"strings"
 	"testing"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles"
 	"boxmaker/roles/internal/units"
 
@@ -74,9 +75,12 @@ func writeConfig(t *testing.T, prefix, text string) {
 }
 
 // TestInstallDryRunGolden is the production install on a host with a
-// gateway: every command and every unit, as --dry-run prints them.
+// gateway and a consult grant: every command and every unit, as --dry-run
+// prints them.
 func TestInstallDryRunGolden(t *testing.T) {
-	plan, err := units.NewPlan(units.NewSite(units.DefaultLayout(), "http://127.0.0.1:8080", "mattermost-bot"))
+	site := units.NewSite(units.DefaultLayout(), "http://127.0.0.1:8080", "mattermost-bot")
+	site.GrantSecrets = []string{"consult-api"}
+	plan, err := units.NewPlan(site)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,13 +257,13 @@ func TestInstallRefusesALinkedCoreMemory(t *testing.T) {
 // TestInstallUnitsVerify runs systemd-analyze verify on the units of a real
 // run; any complaint about them fails.
 func TestInstallUnitsVerify(t *testing.T) {
-	analyze, err := exec.LookPath("systemd-analyze")
-	if err != nil {
-		t.Skip("systemd-analyze is not installed (Debian: apt-get install systemd): the units were not verified")
-	}
-	// A site with a gateway, so that gatewayd's unit is verified too.
+	analyze := require.Tool(t, "systemd-analyze", "systemd")
+	// A site with a gateway, so that gatewayd's unit is verified too, and
+	// grant secrets, so that brokerd's credential lines are.
 	prefix := t.TempDir()
-	plan, err := units.NewPlan(units.NewSite(units.LayoutUnder(prefix), "http://10.1.2.3:8080", "mattermost-bot"))
+	site := units.NewSite(units.LayoutUnder(prefix), "http://10.1.2.3:8080", "mattermost-bot")
+	site.GrantSecrets = []string{"consult-api", "mattermost-bot"}
+	plan, err := units.NewPlan(site)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,5 +280,47 @@ func TestInstallUnitsVerify(t *testing.T) {
 	}
 	if err != nil || strings.Contains(string(out), prefix) {
 		t.Errorf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
+
+// TestInstallSecretsFromConfigAndGrants: install learns who reads which
+// secret from config.toml and the installed grants, as up does, and says
+// which named secrets are not in place yet.
+func TestInstallSecretsFromConfigAndGrants(t *testing.T) {
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	prefix := t.TempDir()
+	layout := units.LayoutUnder(prefix)
+	writeConfig(t, prefix, "[infer]\nupstream = \"http://10.1.2.3:8080\"\n[gateway]\nurl = \"https://mm.example\"\n"+
+		"allow_users = [\"abcdefghijklmnopqrstuvwxyz\"]\n")
+	grants := filepath.Join(layout.Etc, "grants")
+	os.MkdirAll(grants, 0o750)
+	os.MkdirAll(layout.SecretsDir(), 0o700)
+	for id, secret := range map[string]string{"consult": "consult-api", "bot-too": "mattermost-bot"} {
+		os.WriteFile(filepath.Join(grants, id+".toml"), []byte("tool = \"consult\"\nmode = \"ask\"\nmax_taint = \"private\"\n"+
+			"result_class = \"private\"\nsecret = \""+secret+"\"\n"), 0o640)
+	}
+	os.WriteFile(filepath.Join(grants, "broken.toml"), []byte("tool = 1\n"), 0o640)
+	os.WriteFile(filepath.Join(layout.SecretsDir(), "mattermost-bot"), []byte("token\n"), 0o600)
+	plan, err := planFor(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []units.SecretUse{{Name: "consult-api", Roles: []string{"brokerd"}}, {Name: "mattermost-bot", Roles: []string{"gatewayd", "brokerd"}}}
+	if fmt.Sprint(plan.Secrets) != fmt.Sprint(want) {
+		t.Errorf("secrets %v, want %v", plan.Secrets, want)
+	}
+	notes := strings.Join(plan.Notes, "\n")
+	if !strings.Contains(notes, "secret consult-api (read by brokerd) is not in") || strings.Contains(notes, "secret mattermost-bot") ||
+		!strings.Contains(notes, "1 grant file(s)") {
+		t.Errorf("notes:\n%s", notes)
+	}
+	for _, u := range plan.Units {
+		if strings.HasSuffix(u.Path, units.UnitName("brokerd")) &&
+			(!strings.Contains(u.Text, "LoadCredential=consult-api:") || !strings.Contains(u.Text, "LoadCredential=mattermost-bot:")) {
+			t.Errorf("brokerd's unit:\n%s", u.Text)
+		}
+		if strings.HasSuffix(u.Path, units.UnitName("gatewayd")) && strings.Contains(u.Text, "consult-api") {
+			t.Errorf("gatewayd's unit loads a grant's secret:\n%s", u.Text)
+		}
 	}
 }

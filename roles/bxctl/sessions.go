@@ -6,6 +6,7 @@ import (
 	"io"
 	"text/tabwriter"
 
+	"boxmaker/roles/internal/termtext"
 	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
@@ -88,28 +89,29 @@ func showSession(ctx context.Context, cmd *cli.Command) error {
 	return nil
 }
 
-// writeRecord prints one log record for people; tool output is quoted.
+// writeRecord prints one log record for people. Everything the model, a
+// tool or a user wrote goes through the terminal sanitizer.
 func writeRecord(w io.Writer, r wire.LogRecord) {
 	switch r := r.(type) {
 	case wire.SessionStart:
 		fmt.Fprintf(w, "%s  start: slot %d, baseline %s\n", r.Time, r.Slot, r.Baseline.String()[:12])
 	case wire.User:
-		fmt.Fprintf(w, "%s  you: %s\n", r.Time, r.Content)
+		fmt.Fprintf(w, "%s  you: %s\n", r.Time, termtext.Clean(r.Content))
 	case wire.Assistant:
 		if r.ReasoningContent != nil {
-			fmt.Fprintf(w, "%s  (reasoning) %s\n", r.Time, *r.ReasoningContent)
+			fmt.Fprintf(w, "%s  (reasoning) %s\n", r.Time, termtext.Clean(*r.ReasoningContent))
 		}
 		for _, c := range r.ToolCalls {
-			fmt.Fprintf(w, "%s  calls %s %q\n", r.Time, c.Name, c.Arguments)
+			fmt.Fprintf(w, "%s  calls %s %s\n", r.Time, termtext.Line(c.Name), termtext.Line(c.Arguments))
 		}
 		if r.Content != nil && *r.Content != "" {
-			fmt.Fprintf(w, "%s  boxmaker: %s\n", r.Time, *r.Content)
+			fmt.Fprintf(w, "%s  boxmaker: %s\n", r.Time, termtext.Clean(*r.Content))
 		}
 	case wire.ToolResult:
-		fmt.Fprintf(w, "%s  result of call %d (%s, untrusted %t, truncated %t): %q\n", r.Time, r.Call, r.Class, r.Untrusted, r.Truncated, r.Content)
+		fmt.Fprintf(w, "%s  result of call %d (%s, untrusted %t, truncated %t):\n%s\n", r.Time, r.Call, r.Class, r.Untrusted, r.Truncated, termtext.Clean(r.Content))
 	case wire.CacheLoss:
 		fmt.Fprintf(w, "%s  cache loss: expected %d tokens reused, got %d\n", r.Time, r.Expected, r.Got)
 	case wire.EpochEnd:
-		fmt.Fprintf(w, "%s  epoch ends; epoch %d starts from the summary: %s\n", r.Time, r.Next, r.Summary)
+		fmt.Fprintf(w, "%s  epoch ends; epoch %d starts from the summary: %s\n", r.Time, r.Next, termtext.Clean(r.Summary))
 	}
 }

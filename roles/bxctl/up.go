@@ -12,6 +12,7 @@ import (
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/supervise"
+	"boxmaker/roles/internal/units"
 	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
@@ -29,6 +30,9 @@ func upCommand() *cli.Command {
 			Usage: "as root, create the role users and pair groups that are missing",
 		}),
 		Action: up,
+		// The kill helper, which the supervisor runs under a role's user.
+		Commands:        []*cli.Command{killUIDCommand()},
+		HideHelpCommand: true,
 	}
 }
 
@@ -59,32 +63,32 @@ func up(ctx context.Context, cmd *cli.Command) error {
 	} else if upstream == "" {
 		return errors.New("no model: set [infer] upstream in " + paths.Config + " or BOXMAKER_UPSTREAM, or start with --scripted-model")
 	}
-	if err := prepareHome(paths); err != nil {
-		return err
-	}
 	creds := map[string]*syscall.Credential{}
 	if os.Geteuid() == 0 {
-		if creds, err = rootSetup(paths, upstream, cmd.Bool("create-users"), log); err != nil {
+		if creds, err = rootSetup(paths, upstream, cmd.Bool("create-users"), log, hostSystem{}); err != nil {
 			return err
 		}
 	} else {
+		if err := prepareHome(paths); err != nil {
+			return err
+		}
 		fmt.Fprintf(log, "up: not running as root: every role runs as uid %d, separated by process and socket only\n", os.Getuid())
 	}
 	daemons := daemonsFor(paths, upstream, creds, cfg.Gateway != nil)
 	if cfg.Gateway != nil && os.Geteuid() == 0 {
-		dir, err := gatewayCredential(paths, cfg.Gateway.TokenSecret, creds["gatewayd"])
-		if err != nil {
-			return err
-		}
+		// rootSetup staged gatewayd's copy of its token (stageSecrets), as
+		// systemd's LoadCredential would; the path, never the token, goes
+		// to gatewayd.
 		for i := range daemons {
 			if daemons[i].Name == "gatewayd" {
-				daemons[i].Env = append(daemons[i].Env, "CREDENTIALS_DIRECTORY="+dir)
+				daemons[i].Env = append(daemons[i].Env, "CREDENTIALS_DIRECTORY="+units.CredentialDir(paths.Home, "gatewayd"))
 			}
 		}
 	}
 	opts := supervise.Options{
 		Executable: exe, Daemons: daemons, Log: log, MaxRestarts: 5, Window: time.Minute, StartWait: 20 * time.Second,
-		OnChange: func(st []supervise.Status) { writeUpState(paths, st) },
+		OnChange:   func(st []supervise.Status) { writeUpState(paths, st) },
+		KillHelper: killHelper,
 	}
 	defer os.Remove(upStatePath(paths))
 	return supervise.Run(ctx, opts, func() { upBanner(cmd, paths, daemons, cmd.Bool("scripted-model")) })
@@ -130,8 +134,8 @@ func userOfRole(role string) string {
 	return spec.User
 }
 
-// prepareHome makes the directories the roles write in; as root,
-// rootSetup then gives each its owner and mode.
+// prepareHome makes the directories the roles write in when up does not
+// run as root; as root, rootSetup makes them from the plan.
 func prepareHome(paths config.Paths) error {
 	for _, dir := range []string{"run", "sessions", "memory", "audit", "broker"} {
 		if err := os.MkdirAll(paths.Join(dir), 0o700); err != nil {

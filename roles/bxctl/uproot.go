@@ -1,10 +1,8 @@
 package bxctl
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,7 +16,13 @@ import (
 // `install --systemd`: the role users and pair groups (created only with
 // --create-users; otherwise up refuses and prints the commands), the
 // directories with their owners and modes, and each role's credential.
-func rootSetup(paths config.Paths, upstream string, create bool, log io.Writer) (map[string]*syscall.Credential, error) {
+//
+// WARNING: the order is the safety. Nothing in the home is touched while a
+// process of a role's uid lives (it could race root), nor unless the home
+// and the config's directory are paths no role can change; memory/ is
+// handed over before it becomes brokerd's. TestUpRefusesWhileARoleRuns and
+// TestRootSetupRacingBroker prove it.
+func rootSetup(paths config.Paths, upstream string, create bool, log io.Writer, sys system) (map[string]*syscall.Credential, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -28,7 +32,6 @@ func rootSetup(paths config.Paths, upstream string, create bool, log io.Writer) 
 	if err != nil {
 		return nil, err
 	}
-	sys := hostSystem{}
 	if missing := missingAccounts(plan, sys); len(missing) > 0 && !create {
 		return nil, fmt.Errorf("running as root, but the role users and groups are missing; run up with --create-users, or create them with:\n  %s",
 			strings.Join(missing, "\n  "))
@@ -36,13 +39,34 @@ func rootSetup(paths config.Paths, upstream string, create bool, log io.Writer) 
 	if err := ensureAccounts(plan, sys, log); err != nil {
 		return nil, err
 	}
-	if err := ensureDirs(plan, sys); err != nil {
+	creds, err := credentials(plan, sys)
+	if err != nil {
 		return nil, err
 	}
-	if err := giveMemoryToBroker(paths, sys); err != nil {
+	if err := refuseLiveRoles(creds); err != nil {
 		return nil, err
 	}
-	return credentials(plan, sys)
+	if err := prepareRootHome(paths, plan, creds, sys, log); err != nil {
+		return nil, err
+	}
+	stageSecrets(paths, sys, log)
+	return creds, nil
+}
+
+// prepareRootHome checks that no role can change the home's or the config's
+// path, hands memory/ over the first time, and gives every directory and
+// file of the plan its owner and mode.
+func prepareRootHome(paths config.Paths, plan units.Plan, creds map[string]*syscall.Credential, sys system, log io.Writer) error {
+	ids := idsOf(creds)
+	for _, p := range []string{paths.Home, filepath.Dir(paths.Config), paths.Config} {
+		if err := rootOnlyPath(p, ids); err != nil {
+			return fmt.Errorf("up: refusing to prepare the home as root: %w", err)
+		}
+	}
+	if err := handOverMemory(paths.Home, creds["brokerd"], ids, log); err != nil {
+		return err
+	}
+	return ensureHome(plan, sys)
 }
 
 // missingAccounts lists the commands that would create what is missing.
@@ -87,63 +111,4 @@ func credentials(p units.Plan, sys system) (map[string]*syscall.Credential, erro
 		out[u.Role] = cred
 	}
 	return out, nil
-}
-
-// giveMemoryToBroker hands the notes init wrote as root to brokerd, which
-// writes them through its tools; core.md keeps the owner and mode the plan
-// gave it (loopd reads it). Links are changed, never followed.
-func giveMemoryToBroker(paths config.Paths, sys system) error {
-	uid, err := sys.lookupUser(userOfRole("brokerd"))
-	if err != nil {
-		return err
-	}
-	gid, err := sys.lookupGroup(userOfRole("brokerd"))
-	if err != nil {
-		return err
-	}
-	memory := paths.Join("memory")
-	return filepath.WalkDir(memory, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if path == memory || path == filepath.Join(memory, "core.md") {
-			return nil
-		}
-		if err := os.Lchown(path, uid, gid); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return err
-		}
-		return nil
-	})
-}
-
-// gatewayCredential does for `up` what systemd's LoadCredential does: it
-// copies the bot token, and nothing else of secrets/, into a directory only
-// gatewayd's user can read, whose path (never the token) goes to gatewayd
-// as CREDENTIALS_DIRECTORY.
-func gatewayCredential(paths config.Paths, name string, cred *syscall.Credential) (string, error) {
-	if cred == nil {
-		return "", errors.New("gatewayd has no user")
-	}
-	token, err := os.ReadFile(filepath.Join(paths.Secrets, name))
-	if err != nil {
-		return "", fmt.Errorf("the Mattermost bot token: %w", err)
-	}
-	dir := paths.Join("run", "credentials", "gatewayd")
-	if err := os.MkdirAll(filepath.Dir(dir), 0o711); err != nil {
-		return "", err
-	}
-	os.RemoveAll(dir)
-	if err := os.Mkdir(dir, 0o500); err != nil {
-		return "", err
-	}
-	file := filepath.Join(dir, name)
-	if err := os.WriteFile(file, token, 0o400); err != nil {
-		return "", err
-	}
-	for _, p := range []string{file, dir} {
-		if err := os.Lchown(p, int(cred.Uid), int(cred.Gid)); err != nil {
-			return "", err
-		}
-	}
-	return dir, nil
 }

@@ -208,28 +208,59 @@ func (as *approvals) edit(ctx context.Context, a *approval) {
 	})
 }
 
-// approvalText is the approval as the owner reads it: tool, grant, taint,
-// expiry and id, the arguments as quoted data in a block they cannot close,
-// and how to answer or what became of it. Callers hold the approvals' mu.
+// maxSubjectRunes is the longest subject a post shows; with
+// maxArgumentRunes and the rest of the text it stays under 16383.
+const maxSubjectRunes = 2000
+
+// offeredHere reports whether the approval can be shown whole in a post: its
+// subject and its arguments, every character. One that cannot is not
+// offered on Mattermost at all (an owner must never approve what they were
+// shown only part of); its post says to answer it with boxmaker approvals.
+func offeredHere(r wire.ApprovalRequest) bool {
+	return utf8.RuneCountInString(r.Subject) <= maxSubjectRunes && !strings.ContainsAny(r.Subject, "\r\n") &&
+		utf8.RuneCountInString(r.Arguments) <= maxArgumentRunes
+}
+
+// approvalText is the approval as the owner reads it: the subject first and
+// whole, then grant, taint, expiry and id, the arguments whole as quoted
+// data in a block they cannot close, and how to answer or what became of
+// it. Callers hold the approvals' mu.
 func approvalText(a *approval, approveEmoji, denyEmoji string) string {
 	r := a.req
-	args, cut := r.Arguments, 0
-	if n := utf8.RuneCountInString(args); n > maxArgumentRunes {
-		args, cut = string([]rune(args)[:maxArgumentRunes]), n-maxArgumentRunes
+	if !offeredHere(r) {
+		return notOfferedText(a)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#### Approval needed: %s\n", codeSpan(oneLine(r.Tool, 64)))
-	fmt.Fprintf(&b, "**Grant** %s · **session taint** %s · **session** %s · **call** %d\n",
-		codeSpan(oneLine(r.Grant, 64)), codeSpan(r.SessionTaint.String()), codeSpan(r.Session.String()), r.Call)
+	fmt.Fprintf(&b, "#### Approval needed: %s %s\n", codeSpan(oneLine(r.Tool, 64)), codeSpan(r.Subject))
+	trust := ""
+	if r.SessionUntrusted {
+		trust = " (has read untrusted data)"
+	}
+	fmt.Fprintf(&b, "**Grant** %s · **session taint** %s%s · **session** %s · **call** %d\n",
+		codeSpan(oneLine(r.Grant, 64)), codeSpan(r.SessionTaint.String()), trust, codeSpan(r.Session.String()), r.Call)
 	fmt.Fprintf(&b, "**Expires** %s · **approval** %s\n", r.Expires, codeSpan(oneLine(r.Approval, 128)))
 	b.WriteString("**Arguments** (quoted data from the model: read them, do not follow them):\n")
-	b.WriteString(codeBlock(args) + "\n")
-	if cut > 0 {
-		fmt.Fprintf(&b, "_(%d more characters not shown; `boxmaker approvals` shows them all)_\n", cut)
-	}
+	b.WriteString(codeBlock(r.Arguments) + "\n")
 	if a.state == statePending {
 		fmt.Fprintf(&b, "\nReact with :%s: to approve or :%s: to deny, or reply `approve` or `deny` in this thread.", approveEmoji, denyEmoji)
 	} else {
+		b.WriteString("\n" + a.status())
+	}
+	return b.String()
+}
+
+// notOfferedText says an approval exists and where to answer it, without
+// offering an answer here.
+func notOfferedText(a *approval) string {
+	r := a.req
+	var b strings.Builder
+	fmt.Fprintf(&b, "#### Approval needed: %s (too long to show whole here)\n", codeSpan(oneLine(r.Tool, 64)))
+	fmt.Fprintf(&b, "**Grant** %s · **session** %s · **call** %d · **approval** %s\n",
+		codeSpan(oneLine(r.Grant, 64)), codeSpan(r.Session.String()), r.Call, codeSpan(oneLine(r.Approval, 128)))
+	fmt.Fprintf(&b, "Its subject (%d characters) or arguments (%d characters) do not fit in a post, so it cannot be answered here. "+
+		"Answer it on the host: `boxmaker approvals` shows it whole, then `boxmaker approve %s` or `boxmaker deny %s`.",
+		utf8.RuneCountInString(r.Subject), utf8.RuneCountInString(r.Arguments), oneLine(r.Approval, 128), oneLine(r.Approval, 128))
+	if a.state != statePending {
 		b.WriteString("\n" + a.status())
 	}
 	return b.String()

@@ -131,7 +131,9 @@ func (as *approvals) end(ctx context.Context, a *approval, ch chan wire.Approval
 	as.mu.Lock()
 	if ch != nil {
 		if a.waiter != ch {
+			id := a.req.Approval
 			as.mu.Unlock()
+			as.g.log.Printf("approval %s: %s", id, replacedRequestEnded)
 			return
 		}
 		a.waiter = nil
@@ -151,6 +153,11 @@ func (as *approvals) end(ctx context.Context, a *approval, ch chan wire.Approval
 	}
 }
 
+// replacedRequestEnded is logged when a request that a newer one replaced
+// lets go, which changes nothing; tests wait for it as the sign that the
+// old request was handled.
+const replacedRequestEnded = "a request that a newer offer replaced ended; the newer one holds it"
+
 // prune forgets approvals that ended long ago. Callers hold mu.
 func (as *approvals) prune() {
 	for id, a := range as.byID {
@@ -164,6 +171,11 @@ func (as *approvals) prune() {
 // decide takes an answer from an allowlisted user. The first one on a
 // pending approval decides; any later one is told what became of it.
 func (as *approvals) decide(ctx context.Context, a *approval, approve bool, user, how string) {
+	if !offeredHere(a.req) {
+		as.g.log.Printf("approval %s: an answer by %s (%s) ignored: it is too long to show whole here", a.req.Approval, user, how)
+		as.g.say(ctx, a.post.ChannelID, a.post.ThreadRoot(), "This approval cannot be answered here, since it is too long to show whole in a post: answer it on the host with `boxmaker approvals`.")
+		return
+	}
 	as.mu.Lock()
 	if a.state == statePending && !time.Now().Before(a.req.Expires.Time()) {
 		a.state, a.ended = stateExpired, time.Now()
@@ -186,7 +198,8 @@ func (as *approvals) decide(ctx context.Context, a *approval, approve bool, user
 }
 
 // answerReaction decides on a reaction to an approval's own post, when it
-// is from an allowlisted user and one of the two emoji.
+// is from an allowlisted user and one of the two emoji. A reaction carries
+// no integration marks to check (see onReaction).
 func (as *approvals) answerReaction(ctx context.Context, r mattermost.Reaction) {
 	as.mu.Lock()
 	a := as.byPost[r.PostID]

@@ -87,7 +87,12 @@ func TestReofferTakesOver(t *testing.T) {
 	eventually(t, "the second offer is held", func() bool { return strings.Contains(gw.logs.String(), "appr-again: offered again") })
 	old.cancel()
 	<-old.result
-	time.Sleep(100 * time.Millisecond) // time enough for a wrong edit
+	// gatewayd logs how it handled the old connection's end either way, so
+	// the check below cannot run before that has happened.
+	eventually(t, "the old connection's end is handled", func() bool {
+		logs := gw.logs.String()
+		return strings.Contains(logs, "appr-again: "+replacedRequestEnded) || strings.Contains(logs, "appr-again: withdrawn")
+	})
 	if strings.Contains(gw.logs.String(), "appr-again: withdrawn") {
 		t.Fatalf("the old connection closing withdrew it:\n%s", gw.logs)
 	}

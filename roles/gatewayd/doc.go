@@ -3,10 +3,12 @@
 // approval requests in front of the owner and carries their answers back.
 //
 // A post from an allow_users id in a configured channel, or in a direct
-// message to the bot, becomes chat_send on loop.sock; each Mattermost
-// thread is one session ("mm-" and the thread's root id), and the reply is
-// streamed into a post in that thread by editing it at most once per
-// edit_interval, with one line per tool call and its outcome. brokerd dials
+// message to the bot, becomes chat_send on loop.sock, unless it carries a
+// mark of an integration (a webhook, slash command, plugin or OAuth app
+// posting under that id; see classify). Each Mattermost thread is one
+// session ("mm-" and the thread's root id), and the reply is streamed into
+// a post in that thread by editing it at most once per edit_interval, with
+// one line per tool call and its outcome. brokerd dials
 // gateway.sock and holds one approval_request open per pending approval;
 // gatewayd posts it (the arguments fenced as quoted data) in the session's
 // thread, or in a direct message to the owner when the session is not one
@@ -22,9 +24,9 @@
 // posted when the server is back.
 //
 // gatewayd must never forward an approval, or an answer to one, to loopd;
-// never take an answer from anyone outside allow_users, from a bot, or on
-// any post but the approval's own; never log or pass on the bot token (it is
-// read from the secrets directory or systemd's credentials, never from
-// config or argv); never write to disk; and never import another role's
-// package.
+// never take an answer from anyone outside allow_users, from a bot, from an
+// integration posting under an allowlisted id, or on any post but the
+// approval's own; never log or pass on the bot token (it is read from the
+// secrets directory or systemd's credentials, never from config or argv);
+// never write to disk; and never import another role's package.
 package gatewayd

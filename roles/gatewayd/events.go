@@ -13,12 +13,13 @@ import (
 
 // Why a post is not for the bot; each is counted in the log.
 const (
-	ignoredOwn      = "own"      // the bot's own post
-	ignoredBot      = "bot"      // another bot's post
-	ignoredSystem   = "system"   // a system message (type system_*)
-	ignoredStranger = "stranger" // a user not in allow_users
-	ignoredChannel  = "channel"  // a channel not in channels, and not a DM
-	ignoredEdit     = "edit"     // post_edited: only new posts count
+	ignoredOwn         = "own"         // the bot's own post
+	ignoredBot         = "bot"         // another bot's post
+	ignoredSystem      = "system"      // a system message (type system_*)
+	ignoredIntegration = "integration" // made by an integration, under whoever's id (see classify)
+	ignoredStranger    = "stranger"    // a user not in allow_users
+	ignoredChannel     = "channel"     // a channel not in channels, and not a DM
+	ignoredEdit        = "edit"        // post_edited: only new posts count
 )
 
 // Event handles one event of the stream (mattermost.Handler).
@@ -90,15 +91,36 @@ func (g *gateway) onPost(ctx context.Context, p mattermost.Post, directMessage b
 	g.chats.enqueue(ctx, p)
 }
 
-// classify says why a post is not for the bot, or "" when it is.
+// classify says why a post is not for the bot, or "" when it is. Every way
+// a post comes in passes it: the event stream and the read-back after a
+// lost stream (onPost), and the replies an approval's catch-up reads from
+// its thread (replayAnswer).
+//
+// A post under an allowlisted user id is that user's own only when it
+// carries no integration mark. Mattermost posts what an incoming webhook
+// receives under the id of whoever created the webhook (and a payload with
+// "channel":"@<bot>" lands in that person's direct channel with the bot);
+// slash command responses, outgoing webhook replies, plugins and OAuth apps
+// post under a person's id too. What tells them apart is the props the
+// server sets and a post type (mattermost.Post.IntegrationMarks).
+//
+// An integration post is logged here, once, rather than by the caller:
+// replayAnswer drops what classify rejects without a word.
+//
+// WARNING: the marks are tested before the cases that return "", so that
+// no allowlisted id or watched channel lets a marked post through; the
+// TestIntegration* tests (one per way in) prove it.
 func (g *gateway) classify(p mattermost.Post, directMessage bool) string {
 	switch {
 	case p.UserID == g.bot.ID:
 		return ignoredOwn
-	case p.Type != "":
+	case strings.HasPrefix(p.Type, "system_"):
 		return ignoredSystem
 	case p.FromBot():
 		return ignoredBot
+	case len(p.IntegrationMarks()) > 0:
+		g.ignore(p, ignoredIntegration)
+		return ignoredIntegration
 	case !slices.Contains(g.cfg.AllowUsers, p.UserID):
 		return ignoredStranger
 	case slices.Contains(g.cfg.Channels, p.ChannelID) || g.isDM(p.ChannelID):
@@ -137,7 +159,16 @@ func (g *gateway) watchedChannels() []string {
 
 // ignore counts a post that is not for the bot, in a log line that names
 // its id and why (never its text). The bot's own posts are only counted.
+// An integration post is counted and logged once, with the marks that gave
+// it away (their names, never their values), however often it is read.
 func (g *gateway) ignore(p mattermost.Post, reason string) {
+	why := reason
+	if reason == ignoredIntegration {
+		if !g.ignoredMarked.Add(p.ID) {
+			return
+		}
+		why += ", marked by " + strings.Join(p.IntegrationMarks(), ", ")
+	}
 	g.mu.Lock()
 	g.ignored[reason]++
 	var counts []string
@@ -146,7 +177,7 @@ func (g *gateway) ignore(p mattermost.Post, reason string) {
 	}
 	g.mu.Unlock()
 	if reason != ignoredOwn {
-		g.log.Printf("ignored post %s in %s from %s: %s (ignored so far: %s)", p.ID, p.ChannelID, p.UserID, reason, strings.Join(counts, ", "))
+		g.log.Printf("ignored post %s in %s from %s: %s (ignored so far: %s)", p.ID, p.ChannelID, p.UserID, why, strings.Join(counts, ", "))
 	}
 }
 
@@ -162,6 +193,13 @@ func (g *gateway) advance(createAt int64) {
 
 // onReaction handles a reaction; only one on an approval's post can mean
 // anything, and that one only once.
+//
+// A reaction carries no integration marks: the server's Reaction has no
+// props and no type, and incoming webhooks, outgoing webhook replies and
+// slash command responses make posts, never reactions. So a reaction under
+// an allowlisted id is taken as that person's, as the Mattermost clients
+// make them. What this cannot tell apart is a plugin adding one in their
+// name, or an app holding their token: nothing on the reaction says so.
 func (g *gateway) onReaction(ctx context.Context, r mattermost.Reaction) {
 	g.approvals.answerReaction(ctx, r)
 }

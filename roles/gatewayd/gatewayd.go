@@ -74,13 +74,14 @@ type gateway struct {
 	extraDM map[string]bool // direct channels learnt from events after ready
 	ignored map[string]int  // posts ignored, by reason
 
-	mark       atomic.Int64 // the newest create_at seen (server ms): where a backfill starts
-	seenPosts  *seenSet
-	seenReact  *seenSet
-	unanswered *seenSet // answers that found no approval in their thread
-	chats      *chats
-	approvals  *approvals
-	work       sync.WaitGroup // replies and edits in flight
+	mark          atomic.Int64 // the newest create_at seen (server ms): where a backfill starts
+	seenPosts     *seenSet
+	seenReact     *seenSet
+	unanswered    *seenSet // answers that found no approval in their thread
+	ignoredMarked *seenSet // integration posts already logged
+	chats         *chats
+	approvals     *approvals
+	work          sync.WaitGroup // replies and edits in flight
 }
 
 // Run serves until ctx ends (nil), or until the server refuses the token or
@@ -145,7 +146,7 @@ func newGateway(opts Options) (*gateway, func(sock.Peer) bool, error) {
 		mm:       mattermost.New(opts.Gateway.URL, opts.Token, opts.HTTPClient, opts.Log),
 		retryMin: cmpOr(opts.RetryMin, time.Second), retryMax: cmpOr(opts.RetryMax, 30*time.Second),
 		ready: make(chan struct{}), dms: map[string]string{}, extraDM: map[string]bool{}, ignored: map[string]int{},
-		seenPosts: newSeenSet(8192), seenReact: newSeenSet(8192), unanswered: newSeenSet(256),
+		seenPosts: newSeenSet(8192), seenReact: newSeenSet(8192), unanswered: newSeenSet(256), ignoredMarked: newSeenSet(1024),
 	}
 	g.chats = newChats(g)
 	g.approvals = newApprovals(g)

@@ -236,7 +236,7 @@ func request(t *testing.T, id, session string, expires time.Time) wire.ApprovalR
 	if err != nil {
 		t.Fatal(err)
 	}
-	return wire.ApprovalRequest{Approval: id, Session: s, Call: 3, Tool: "http_fetch",
+	return wire.ApprovalRequest{Approval: id, Session: s, Call: 3, Tool: "http_fetch", Subject: "https://example.com/```\\n",
 		Arguments: "{\"url\":\"https://example.com/```\\n\"}", Grant: "fetch-ask", SessionTaint: wire.Private, Expires: ts}
 }
 

@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/sock"
 )
 
@@ -39,9 +40,7 @@ func TestRefusedPeer(t *testing.T) {
 // A real other uid is refused by SO_PEERCRED even when every mode on the
 // way lets it through, as an owner's mistake might.
 func TestOtherUIDIsRefusedPastPermissions(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("skipping: needs root to connect as another uid")
-	}
+	require.Root(t, "connecting as another uid needs root")
 	up := startRecorder(t)
 	h := startProxy(t, up.srv.URL, Options{})
 	bin := copyTestBinary(t)

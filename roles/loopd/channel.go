@@ -29,7 +29,12 @@ func (l *loopd) handle(ctx context.Context, _ sock.Peer, req wire.Envelope, repl
 func (l *loopd) chatSend(ctx context.Context, m wire.ChatSend, reply sock.Replier) error {
 	ev := &events{reply: reply}
 	res, err := l.chat(ctx, m, ev)
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && errors.Is(context.Cause(ctx), sock.ErrPeerGone):
+		// The client left mid-turn: nobody would read the rest, and its
+		// calls' pending approvals are withdrawn with this connection.
+		err = errors.New("the client hung up; the turn was interrupted and is recorded up to its last whole step")
+	case err != nil && ctx.Err() != nil:
 		err = errors.New("loopd is stopping; the turn was interrupted and is recorded up to its last whole step")
 	}
 	if err != nil {

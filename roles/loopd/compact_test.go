@@ -57,8 +57,9 @@ func TestCompactionStartsNextEpoch(t *testing.T) {
 }
 
 // checkEpochTwoRequest finds the first request after the summary: it must
-// carry the summary in its system prompt and none of epoch 1's messages,
-// and every request must have fitted the context.
+// carry core.md as its system message, the summary in a message of its own
+// and none of epoch 1's messages, and every request must have fitted the
+// context.
 func checkEpochTwoRequest(t *testing.T, e *env) {
 	t.Helper()
 	reqs := e.chatRequests()
@@ -71,7 +72,8 @@ func checkEpochTwoRequest(t *testing.T, e *env) {
 			continue
 		}
 		next := reqs[i+1].Chat.Messages
-		if !strings.Contains(next[0].Content, coreText+summaryIntro+summaryText) || len(next) != 2 {
+		if len(next) != 4 || next[0].Content != coreText || next[1].Content != summaryMessage(summaryText) ||
+			next[2].Role != "assistant" || next[2].Content != summaryAck || next[3].Role != "user" {
 			t.Errorf("the epoch's first request: %+v", next)
 		}
 		if r.Chat.ToolChoice != "none" || string(r.Chat.Fields["max_tokens"]) != "1024" {
@@ -128,8 +130,8 @@ func TestResumeFinishesCompaction(t *testing.T) {
 		t.Fatalf("epoch 2: %s", got)
 	}
 	reqs := e.chatRequests()
-	if sys := reqs[len(reqs)-1].Chat.Messages[0].Content; !strings.HasSuffix(sys, summaryText) {
-		t.Errorf("system prompt %q", sys)
+	if msgs := reqs[len(reqs)-1].Chat.Messages; msgs[0].Content != coreText || msgs[1].Content != summaryMessage(summaryText) {
+		t.Errorf("messages %+v", msgs)
 	}
 }
 

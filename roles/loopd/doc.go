@@ -4,6 +4,10 @@
 // asks for to brokerd, gives the model brokerd's answers as tool results,
 // and keeps each session in an append-only log (sessions/<id>/<epoch>.jsonl)
 // that it replays byte for byte so that the server's prompt cache holds.
+// Every text it sends has the model's turn markers cut (markers.go), since
+// the server reads them as special tokens wherever they stand, and the
+// summary that starts an epoch is a fenced message of its own, never part
+// of the system message.
 //
 // loopd must never approve anything (approvals go from the owner to brokerd,
 // never through loopd), never label a result (brokerd labels from the grant;

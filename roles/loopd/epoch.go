@@ -64,7 +64,7 @@ func (l *loopd) startEpoch(ctx context.Context, ss *session, epoch wire.Epoch, s
 	if err != nil {
 		return nil, err
 	}
-	p := prompt{System: systemPrompt(l.core(), summary), Tools: specs}
+	p := prompt{System: l.core(), Summary: summary, Tools: specs}
 	baseline, err := savePrompt(ss.dir, epoch, p)
 	if err != nil {
 		return nil, err
@@ -264,7 +264,10 @@ func contextExceeded(err error) bool {
 // summarise asks the model for the summary, on the session's slot with the
 // epoch's prefix. loss is a CacheLoss record if the request showed one.
 func (l *loopd) summarise(ctx context.Context, st *epochState) (string, []wire.LogRecord, error) {
-	req := l.request(st, wire.User{Content: summaryRequest})
+	req, err := l.request(ctx, st, wire.User{Content: summaryRequest})
+	if err != nil {
+		return "", nil, err
+	}
 	req.ToolChoice, req.MaxTokens = "none", l.cfg.SummaryTokens
 	body, err := encodeRequest(req)
 	if err != nil {

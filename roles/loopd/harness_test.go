@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/llamadouble"
+	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
@@ -145,9 +146,8 @@ const (
 
 func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
-	if _, err := sandbox.Check(context.Background(), "/usr/bin/bwrap"); err != nil {
-		t.Skipf("skipping: brokerd cannot sandbox tools on this machine: %v", err)
-	}
+	_, err := sandbox.Check(context.Background(), "/usr/bin/bwrap")
+	require.Bwrap(t, err)
 	e := &env{t: t, home: t.TempDir(), logs: &syncbuf.Buffer{}}
 	e.write("etc/config.toml", o.config)
 	e.write("memory/core.md", coreText)

@@ -25,8 +25,9 @@ type inferClient struct {
 
 // serverProps is what loopd needs from GET /props.
 type serverProps struct {
-	NCtx  uint64 // tokens in one slot's context
-	Slots uint32 // total_slots, at least 1
+	NCtx    uint64       // tokens in one slot's context
+	Slots   uint32       // total_slots, at least 1
+	Markers *turnMarkers // the model's turn markers, from its chat templates, BOS and EOS
 }
 
 const inferBase = "http://infer.sock"
@@ -46,8 +47,8 @@ func newInferClient(socket string) *inferClient {
 
 func (c *inferClient) close() { c.http.CloseIdleConnections() }
 
-// serverProps returns the server's context size and slot count, asking
-// /props once and again only after forget.
+// serverProps returns the server's context size, slot count and turn
+// markers, asking /props once and again only after forget.
 func (c *inferClient) serverProps(ctx context.Context) (serverProps, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -59,6 +60,13 @@ func (c *inferClient) serverProps(ctx context.Context) (serverProps, error) {
 			NCtx uint64 `json:"n_ctx"`
 		} `json:"default_generation_settings"`
 		TotalSlots int64 `json:"total_slots"`
+		// What the model's markers are learnt from. Any of them may be
+		// missing (an older build, no jinja) or of another type; the
+		// markers of common templates are neutralised anyway.
+		ChatTemplate json.RawMessage `json:"chat_template"`
+		ToolUse      json.RawMessage `json:"chat_template_tool_use"`
+		BOS          json.RawMessage `json:"bos_token"`
+		EOS          json.RawMessage `json:"eos_token"`
 	}
 	if err := c.getJSON(ctx, "/props", &body); err != nil {
 		return serverProps{}, err
@@ -66,9 +74,21 @@ func (c *inferClient) serverProps(ctx context.Context) (serverProps, error) {
 	if body.Settings.NCtx == 0 {
 		return serverProps{}, errors.New("the model server's /props gives no default_generation_settings.n_ctx")
 	}
-	p := serverProps{NCtx: body.Settings.NCtx, Slots: uint32(max(1, min(body.TotalSlots, 1<<16)))}
+	p := serverProps{
+		NCtx: body.Settings.NCtx, Slots: uint32(max(1, min(body.TotalSlots, 1<<16))),
+		Markers: newTurnMarkers([]string{stringOf(body.ChatTemplate), stringOf(body.ToolUse)}, stringOf(body.BOS), stringOf(body.EOS)),
+	}
 	c.props = &p
 	return p, nil
+}
+
+// stringOf is a JSON string's value, or "" for anything else.
+func stringOf(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
 }
 
 // forget drops the cached /props, after an error that may mean the server

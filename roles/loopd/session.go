@@ -184,6 +184,9 @@ func interrupted(now wire.Timestamp, call wire.CallID, c wire.ToolCall) wire.Too
 // when no reply has said how many there are.
 func (st *epochState) bytes() int {
 	n := len(st.prompt.System)
+	if st.prompt.Summary != "" {
+		n += len(summaryMessage(st.prompt.Summary)) + len(summaryAck)
+	}
 	for _, t := range st.prompt.Tools {
 		n += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}

@@ -97,7 +97,11 @@ func (t *turn) write(recs ...wire.LogRecord) error {
 // ask sends the epoch and the step's pending records to the model and
 // returns its reply, forwarding text as it streams.
 func (t *turn) ask(ctx context.Context) (wire.Assistant, error) {
-	body, err := encodeRequest(t.l.request(t.st, t.pending...))
+	req, err := t.l.request(ctx, t.st, t.pending...)
+	if err != nil {
+		return wire.Assistant{}, err
+	}
+	body, err := encodeRequest(req)
 	if err != nil {
 		return wire.Assistant{}, err
 	}
@@ -119,13 +123,18 @@ func (t *turn) ask(ctx context.Context) (wire.Assistant, error) {
 	return a, nil
 }
 
-// request is the epoch replayed, with more records after it.
-func (l *loopd) request(st *epochState, more ...wire.LogRecord) chatRequest {
+// request is the epoch replayed, with more records after it, its text
+// cleared of the server's turn markers.
+func (l *loopd) request(ctx context.Context, st *epochState, more ...wire.LogRecord) (chatRequest, error) {
+	props, err := l.infer.serverProps(ctx)
+	if err != nil {
+		return chatRequest{}, err
+	}
 	recs := append(st.records[:len(st.records):len(st.records)], more...)
 	return chatRequest{
-		Messages: messages(st.prompt, recs), Tools: tools(st.prompt.Tools),
+		Messages: messages(st.prompt, props.Markers, recs), Tools: tools(st.prompt.Tools),
 		Stream: true, CachePrompt: true, IDSlot: int64(st.slot),
-	}
+	}, nil
 }
 
 // complete runs one model request to the end of its stream.

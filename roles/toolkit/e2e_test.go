@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/toolrun"
 )
@@ -73,12 +74,10 @@ func (e *buildError) Error() string { return e.err.Error() + "\n" + e.out }
 func requireSandbox(tb testing.TB) string {
 	tb.Helper()
 	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		tb.Skip("bubblewrap is not installed (apt-get install bubblewrap); skipping sandbox runs")
+	if err == nil {
+		_, err = sandbox.Check(context.Background(), bwrap)
 	}
-	if _, err := sandbox.Check(context.Background(), bwrap); err != nil {
-		tb.Skipf("sandboxes cannot run here: %v", err)
-	}
+	require.Bwrap(tb, err)
 	return bwrap
 }
 

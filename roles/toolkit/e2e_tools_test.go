@@ -75,7 +75,10 @@ func notesAreWritten(t *testing.T, h hostTree) {
 		t.Fatalf("notes_read = %+v", out)
 	}
 	out = toolRun{tool: "notes_search", args: map[string]string{"query": "alice"}, mounts: []sandbox.Mount{h.notesMount(false)}}.output(t)
-	if want := "notes/new/idea.md:1: Alice likes tea\nnotes/todo.md:2: - Call Alice\n"; !out.OK || out.Content != want {
+	// Ranked by BM25: both hold "alice" once, the shorter note first.
+	want := "notes matching \"alice\": 2 of 2, best first (score path:line: passage)\n" +
+		"0.194 notes/new/idea.md:1: Alice likes tea\n0.172 notes/todo.md:2: - Call Alice\n"
+	if !out.OK || out.Content != want {
 		t.Fatalf("notes_search = %+v, want %q", out, want)
 	}
 }

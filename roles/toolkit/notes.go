@@ -1,11 +1,8 @@
 package toolkit
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,14 +10,6 @@ import (
 
 	"boxmaker/roles/internal/toolrun"
 	"boxmaker/wire"
-)
-
-// Bounds on notes_search: it stops at maxMatches, cuts each line at
-// maxMatchLine bytes, and skips files over maxSearchFile bytes.
-const (
-	maxMatches    = 200
-	maxMatchLine  = 300
-	maxSearchFile = 4 << 20
 )
 
 // notePath maps a path relative to memory/ to where it is in the sandbox.
@@ -118,70 +107,4 @@ func syncDir(dir string) error {
 // memory/, which is what the model asked for.
 func (t *tools) relative(err error) error {
 	return errors.New(strings.ReplaceAll(err.Error(), t.memory+"/", ""))
-}
-
-// notesSearch finds the query, case-insensitively, in the text files of
-// every notes entry mounted for this job.
-func (t *tools) notesSearch(a wire.NotesSearchArgs) toolrun.Output {
-	if strings.TrimSpace(a.Query) == "" {
-		return failed("notes_search", "the query is empty")
-	}
-	s := searcher{needle: strings.ToLower(a.Query), memory: t.memory}
-	for _, m := range t.job.Mounts {
-		if within(t.memory, m.Path) {
-			if err := filepath.WalkDir(m.Path, s.visit); err != nil && !errors.Is(err, errEnough) {
-				return failed("notes_search", "%v", t.relative(err))
-			}
-		}
-	}
-	if s.matches == 0 {
-		return succeeded(fmt.Sprintf("no notes contain %q", a.Query))
-	}
-	if s.matches >= maxMatches {
-		fmt.Fprintf(&s.out, "[stopped after %d matches]\n", maxMatches)
-	}
-	return succeeded(s.out.String())
-}
-
-// within reports whether path is dir or lies below it.
-func within(dir, path string) bool {
-	return path == dir || strings.HasPrefix(path, dir+"/")
-}
-
-var errEnough = errors.New("enough matches")
-
-type searcher struct {
-	needle  string
-	memory  string
-	out     bytes.Buffer
-	matches int
-}
-
-// visit searches one file. It never follows a symlink (WalkDir does not,
-// and only regular files are opened, with O_NOFOLLOW).
-func (s *searcher) visit(path string, d fs.DirEntry, err error) error {
-	if err != nil || !d.Type().IsRegular() {
-		return nil // an unreadable directory or a non-file: not a note to search
-	}
-	if fi, err := d.Info(); err != nil || fi.Size() > maxSearchFile {
-		return err
-	}
-	text, err := readText(path, syscall.O_NOFOLLOW, maxSearchFile)
-	if err != nil {
-		return nil // binary or vanished: not a note to search
-	}
-	rel, _ := filepath.Rel(s.memory, path)
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(nil, maxSearchFile)
-	for n := 1; sc.Scan(); n++ {
-		line := sc.Text()
-		if !strings.Contains(strings.ToLower(line), s.needle) {
-			continue
-		}
-		fmt.Fprintf(&s.out, "%s:%d: %s\n", rel, n, prefix(strings.TrimSpace(line), maxMatchLine))
-		if s.matches++; s.matches >= maxMatches {
-			return errEnough
-		}
-	}
-	return nil
 }

@@ -5,7 +5,6 @@ package toolkit
 import (
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 
 	"golang.org/x/sys/unix"
@@ -108,19 +107,12 @@ func installSeccomp() error {
 	if err != nil {
 		return err
 	}
-	prog := &unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	// The project forbids unsafe, so the program's address comes from
-	// reflect. prog is on the heap (it escapes through reflect), Go's heap
-	// does not move, and KeepAlive holds it until the kernel has copied it.
-	tid, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER,
-		unix.SECCOMP_FILTER_FLAG_TSYNC, reflect.ValueOf(prog).Pointer())
-	runtime.KeepAlive(prog)
-	runtime.KeepAlive(filter)
+	tid, errno := seccompSetFilter(filter)
 	switch {
 	case errno != 0:
 		return fmt.Errorf("seccomp(SECCOMP_SET_MODE_FILTER): %w", errno)

@@ -48,7 +48,9 @@ func TestNotes(t *testing.T) {
 		t.Fatalf("notes_read: %+v", out)
 	}
 	out = runUnconfined(t, memory, "notes_search", map[string]string{"query": "quick"}, notes)
-	want := "notes/a/b.md:2: QUICK thinking\nnotes/old.md:2: the Quick brown fox\n"
+	// Both notes hold "quick" once; the shorter ranks first.
+	want := "notes matching \"quick\": 2 of 2, best first (score path:line: passage)\n" +
+		"0.211 notes/a/b.md:2: QUICK thinking\n0.16 notes/old.md:2: the Quick brown fox\n"
 	if !out.OK || out.Content != want {
 		t.Fatalf("notes_search: %+v, want %q", out, want)
 	}

@@ -39,6 +39,16 @@ type Infer struct {
 type Broker struct {
 	ApprovalTimeout Duration `toml:"approval_timeout"` // how long an approval waits
 	ResultMaxBytes  int      `toml:"result_max_bytes"` // results are cut here, on a UTF-8 boundary
+	// MaxSandboxes bounds the tool sandboxes running at once, over every
+	// session; a call past it is answered failed at once, never queued.
+	MaxSandboxes int `toml:"max_sandboxes"`
+	// MaxPendingApprovals bounds the approvals waiting for the owner at once.
+	MaxPendingApprovals int `toml:"max_pending_approvals"`
+	// MaxConnections bounds the open connections on each of brokerd's sockets.
+	MaxConnections int `toml:"max_connections"`
+	// FrameTimeout bounds how long a frame may take to arrive once its
+	// first byte has: a peer that stalls mid-frame is dropped.
+	FrameTimeout Duration `toml:"frame_timeout"`
 }
 
 // Sandbox bounds every tool run.
@@ -67,7 +77,8 @@ type Consult struct {
 // Defaults returns the configuration used for every absent key.
 func Defaults() Config {
 	return Config{
-		Broker:  Broker{ApprovalTimeout: Dur(10 * time.Minute), ResultMaxBytes: 64 << 10},
+		Broker: Broker{ApprovalTimeout: Dur(10 * time.Minute), ResultMaxBytes: 64 << 10,
+			MaxSandboxes: 8, MaxPendingApprovals: 16, MaxConnections: 64, FrameTimeout: Dur(10 * time.Second)},
 		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Dur(30 * time.Second), OutputBytes: 1 << 20, Processes: 64},
 		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
 		Loop:    DefaultLoop(),
@@ -113,6 +124,8 @@ func (c *Config) finish() error {
 	}{
 		{c.Broker.ApprovalTimeout.D() > 0, "broker.approval_timeout must be positive"},
 		{c.Broker.ResultMaxBytes > 0, "broker.result_max_bytes must be positive"},
+		{c.Broker.MaxSandboxes > 0 && c.Broker.MaxPendingApprovals > 0 && c.Broker.MaxConnections > 0 && c.Broker.FrameTimeout.D() > 0,
+			"broker.max_sandboxes, max_pending_approvals, max_connections and frame_timeout must be positive"},
 		{strings.HasPrefix(c.Sandbox.Bwrap, "/"), "sandbox.bwrap must be an absolute path"},
 		{c.Sandbox.CPUSeconds > 0 && c.Sandbox.MemoryMB > 0 && c.Sandbox.WallTime.D() > 0 &&
 			c.Sandbox.OutputBytes > 0 && c.Sandbox.Processes > 0, "sandbox limits must be positive"},

@@ -9,18 +9,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/fixtures/require"
 )
 
 // requireSandbox skips a test that needs bubblewrap where it cannot run.
 func requireSandbox(t *testing.T) string {
 	t.Helper()
 	bwrap, err := exec.LookPath("bwrap")
-	if err != nil {
-		t.Skip("bubblewrap is not installed (apt-get install bubblewrap); skipping sandbox runs")
+	if err == nil {
+		_, err = Check(context.Background(), bwrap)
 	}
-	if _, err := Check(context.Background(), bwrap); err != nil {
-		t.Skipf("sandboxes cannot run here: %v", err)
-	}
+	require.Bwrap(t, err)
 	return bwrap
 }
 

@@ -8,6 +8,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"slices"
 	"sync"
 	"time"
@@ -21,7 +22,25 @@ type Replier func(wire.Envelope) error
 
 // Handler answers one request with exactly one final frame through reply.
 // An error it returns, before any final frame, is answered as internal.
+// Its ctx ends, with cause ErrPeerGone, if the peer hangs up meanwhile.
 type Handler func(ctx context.Context, peer Peer, req wire.Envelope, reply Replier) error
+
+// The bounds a Server puts on its peers when its fields leave them zero.
+const (
+	// DefaultMaxConns bounds the connections open at once on one socket.
+	// Each socket has one peer role, which holds a connection per running
+	// turn or command: a handful for one owner. 64 leaves ample room for
+	// that, and still stops a runaway or compromised peer from pinning
+	// descriptors and goroutines without end.
+	DefaultMaxConns = 64
+	// DefaultFrameTimeout bounds how long the rest of a frame may take once
+	// its first byte arrived. Peers write a frame (1 MiB at most) in one
+	// Write on a local socket, so it arrives in far less than a second; 10 s
+	// leaves room for a loaded machine, yet frees the goroutine and buffer a
+	// peer that stalls mid-frame would hold. Idle time between frames is
+	// not bounded: a connection waiting for its next request costs little.
+	DefaultFrameTimeout = 10 * time.Second
+)
 
 // Server serves one socket: the kinds a client may send on it, who may
 // connect, and what answers.
@@ -31,6 +50,27 @@ type Server struct {
 	AllowPeer func(Peer) bool // SO_PEERCRED check, beside the directory's permissions
 	Handle    Handler
 	Log       *log.Logger
+
+	// MaxConns bounds the connections served at once; one past it gets an
+	// error frame and is closed. Zero means DefaultMaxConns.
+	MaxConns int
+	// FrameTimeout bounds the time from a frame's first byte to its last;
+	// a peer that misses it is dropped. Zero means DefaultFrameTimeout.
+	FrameTimeout time.Duration
+}
+
+func (s *Server) maxConns() int {
+	if s.MaxConns > 0 {
+		return s.MaxConns
+	}
+	return DefaultMaxConns
+}
+
+func (s *Server) frameTimeout() time.Duration {
+	if s.FrameTimeout > 0 {
+		return s.FrameTimeout
+	}
+	return DefaultFrameTimeout
 }
 
 // Serve accepts connections until ctx ends or ln fails, one goroutine per
@@ -40,6 +80,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	slots := make(chan struct{}, s.maxConns())
 	for {
 		c, err := ln.AcceptUnix()
 		if err != nil {
@@ -48,12 +89,27 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 			}
 			return err
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.serveConn(ctx, c)
-		}()
+		select {
+		case slots <- struct{}{}:
+			wg.Go(func() {
+				defer func() { <-slots }()
+				s.serveConn(ctx, c)
+			})
+		default:
+			wg.Go(func() { s.refuseBusy(ctx, c) })
+		}
 	}
+}
+
+// refuseBusy answers a connection past MaxConns with one error frame and
+// closes it; the connections already open go on being served.
+func (s *Server) refuseBusy(ctx context.Context, c *net.UnixConn) {
+	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { c.Close() })
+	defer stop()
+	peer, _ := PeerOf(c)
+	s.Log.Printf("%s: refused a connection from uid %d pid %d: %d connections already open", s.Name, peer.UID, peer.PID, s.maxConns())
+	refuse(c, 0, wire.Internal, fmt.Sprintf("%s: too many connections (limit %d)", s.Name, s.maxConns()))
 }
 
 func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
@@ -63,27 +119,46 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 	peer, err := PeerOf(c)
 	if err != nil || !s.AllowPeer(peer) {
 		s.Log.Printf("%s: refused a connection from uid %d pid %d (%v)", s.Name, peer.UID, peer.PID, err)
-		writeError(c, 0, wire.BadMessage, "this socket does not accept your uid")
-		linger(c)
+		refuse(c, 0, wire.BadMessage, "this socket does not accept your uid")
 		return
 	}
-	r := bufio.NewReader(c)
+	cr := &connReader{conn: c}
+	r := bufio.NewReader(cr)
 	for {
-		req, err := wire.ReadEnvelope(r)
+		req, err := s.readRequest(c, r)
 		if err != nil {
 			s.refuseFrame(c, peer, err)
 			return
 		}
 		if kind := wire.KindOf(req.Msg); !slices.Contains(s.Accepts, kind) {
 			s.Log.Printf("%s: uid %d sent %s, which this socket does not accept; closing", s.Name, peer.UID, kind)
-			writeError(c, req.ID, wire.BadMessage, fmt.Sprintf("kind %s is not accepted on this socket", kind))
-			linger(c)
+			refuse(c, req.ID, wire.BadMessage, fmt.Sprintf("kind %s is not accepted on this socket", kind))
 			return
 		}
-		if !s.answer(ctx, c, peer, req) {
+		if !s.answer(ctx, cr, peer, req) {
 			return
 		}
 	}
+}
+
+// readRequest waits as long as it takes for a frame to start, then allows
+// the rest of it FrameTimeout (see DefaultFrameTimeout for why).
+func (s *Server) readRequest(c *net.UnixConn, r *bufio.Reader) (wire.Envelope, error) {
+	if _, err := r.Peek(1); err != nil {
+		return wire.Envelope{}, err
+	}
+	limit := s.frameTimeout()
+	if err := c.SetReadDeadline(time.Now().Add(limit)); err != nil {
+		return wire.Envelope{}, err
+	}
+	req, err := wire.ReadEnvelope(r)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		return wire.Envelope{}, wire.WireError{Code: wire.BadFrame, Detail: fmt.Sprintf("the rest of the frame did not arrive within %v", limit)}
+	}
+	if err != nil {
+		return wire.Envelope{}, err
+	}
+	return req, c.SetReadDeadline(time.Time{})
 }
 
 // refuseFrame answers a frame that could not be read or decoded, unless the
@@ -93,7 +168,15 @@ func (s *Server) refuseFrame(c *net.UnixConn, peer Peer, err error) {
 		return
 	}
 	s.Log.Printf("%s: uid %d: %v; closing", s.Name, peer.UID, err)
-	writeError(c, 0, wire.CodeOf(err), detailOf(err))
+	refuse(c, 0, wire.CodeOf(err), detailOf(err))
+}
+
+// refuse writes one error frame and ends the connection. The write has a
+// deadline because a peer that never reads could otherwise block it, and
+// with it this goroutine, for good.
+func refuse(c *net.UnixConn, id uint64, code wire.ErrorCode, detail string) {
+	_ = c.SetWriteDeadline(time.Now().Add(lingerTime))
+	writeError(c, id, code, detail)
 	linger(c)
 }
 
@@ -108,37 +191,56 @@ func linger(c *net.UnixConn) {
 
 const lingerTime = time.Second
 
-// answer runs the handler for req and reports whether the connection stays open.
-func (s *Server) answer(ctx context.Context, c net.Conn, peer Peer, req wire.Envelope) bool {
-	var mu sync.Mutex
-	done := false
-	reply := func(e wire.Envelope) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if done {
-			return errors.New("the response already ended")
-		}
-		e.ID = req.ID
-		if err := wire.WriteEnvelope(c, e); err != nil {
-			return err
-		}
-		done = e.Final
-		return nil
-	}
-	err := s.Handle(ctx, peer, req, reply)
-	mu.Lock()
-	defer mu.Unlock()
-	if err != nil || !done {
+// answer runs the handler for req, with a context that ends if the peer
+// hangs up meanwhile, and reports whether the connection stays open.
+func (s *Server) answer(ctx context.Context, cr *connReader, peer Peer, req wire.Envelope) bool {
+	hctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	resp := &response{conn: cr.conn, id: req.ID}
+	stopWatch := cr.watch(cancel)
+	err := s.Handle(hctx, peer, req, resp.send)
+	stopWatch()
+	resp.mu.Lock()
+	defer resp.mu.Unlock()
+	gone := errors.Is(context.Cause(hctx), ErrPeerGone)
+	switch {
+	case gone && !resp.done:
+		s.Log.Printf("%s: uid %d hung up before %s %d was answered; its handler was cancelled", s.Name, peer.UID, wire.KindOf(req.Msg), req.ID)
+	case err != nil || !resp.done:
 		if err == nil {
 			err = errors.New("no final frame")
 		}
 		s.Log.Printf("%s: %s %d: %v", s.Name, wire.KindOf(req.Msg), req.ID, err)
-		if !done {
-			writeError(c, req.ID, wire.Internal, "the request failed")
+		if !resp.done {
+			writeError(cr.conn, req.ID, wire.Internal, "the request failed")
 		}
-		return false
 	}
-	return true
+	return resp.done && err == nil && !gone
+}
+
+// response is the state of one request's answer. answer holds its lock
+// while it settles the request, because a handler may have handed send to a
+// goroutine that calls it even after the handler returned.
+type response struct {
+	conn *net.UnixConn
+	id   uint64
+	mu   sync.Mutex
+	done bool // the final frame was written
+}
+
+// send is the request's Replier.
+func (r *response) send(e wire.Envelope) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done {
+		return errors.New("the response already ended")
+	}
+	e.ID = r.id
+	if err := wire.WriteEnvelope(r.conn, e); err != nil {
+		return err
+	}
+	r.done = e.Final
+	return nil
 }
 
 func writeError(w io.Writer, id uint64, code wire.ErrorCode, detail string) {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"boxmaker/wire"
@@ -24,26 +25,47 @@ func session(t *testing.T) wire.SessionID {
 	return s
 }
 
-// startServer serves a socket that accepts session_state and answers it,
-// or, for session "slow", sends a partial frame first.
+// startServer serves a socket that accepts session_state and answers it
+// with handle, with the default bounds and a discarded log.
 func startServer(t *testing.T, allow func(Peer) bool, handle Handler) string {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), "pair", "test.sock")
+	srv := testServer(handle)
+	srv.AllowPeer = allow
+	return serve(t, srv)
+}
+
+// testServer is a Server for session_state that admits any peer.
+func testServer(handle Handler) *Server {
+	return &Server{Name: "test socket", Accepts: []string{"session_state"}, AllowPeer: anyPeer, Handle: handle, Log: log.New(io.Discard, "", 0)}
+}
+
+// serve runs srv on a fresh socket until the test ends.
+func serve(t *testing.T, srv *Server) string {
+	t.Helper()
+	path, stop := serveUntilStopped(t, srv)
+	t.Cleanup(stop)
+	return path
+}
+
+// serveUntilStopped runs srv on a fresh socket; stop ends it and fails the
+// test if Serve does not return cleanly. Serve waits for every
+// connection's goroutines, so one that never ends hangs the test there.
+func serveUntilStopped(t *testing.T, srv *Server) (path string, stop func()) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "pair", "test.sock")
 	ln, err := Listen(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	srv := &Server{Name: "test socket", Accepts: []string{"session_state"}, AllowPeer: allow, Handle: handle, Log: log.New(io.Discard, "", 0)}
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
+	return path, sync.OnceFunc(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	return path
 }
 
 func anyPeer(Peer) bool { return true }

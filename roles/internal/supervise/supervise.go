@@ -30,6 +30,12 @@ type Options struct {
 	Window      time.Duration  // and the time a role must run to count as started well
 	StartWait   time.Duration  // how long a role may take to answer on its sockets
 	OnChange    func([]Status) // called whenever a role starts or stops
+	// KillHelper is the command that, run under a role's uid, ends every
+	// process of that uid (KillOwnUID behind a hidden command). Each time a
+	// role with a uid of its own exits or is stopped, the supervisor runs
+	// it, then ends from root whatever is still left. Nil: root alone does
+	// it, process by process.
+	KillHelper func(uid uint32) KillCommand
 }
 
 // Status is one role as up sees it.
@@ -44,6 +50,9 @@ type Status struct {
 // its sockets, calls ready when all do, and supervises them until ctx ends
 // or one dies too often; then it stops them all, last started first.
 func Run(ctx context.Context, opts Options, ready func()) error {
+	if err := distinctUIDs(opts.Daemons); err != nil {
+		return err
+	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	s := &supervisor{opts: opts, mu: &sync.Mutex{}, running: map[string]Status{}}
@@ -65,17 +74,44 @@ func Run(ctx context.Context, opts Options, ready func()) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
-	if err := context.Cause(ctx); !errors.Is(err, context.Canceled) {
-		return err
+	err := context.Cause(ctx)
+	if errors.Is(err, context.Canceled) {
+		err = nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return errors.Join(append([]error{err}, s.failures...)...)
+}
+
+// distinctUIDs refuses two roles under one uid: ending what is left of
+// one would end the other.
+func distinctUIDs(ds []Daemon) error {
+	seen := map[uint32]string{}
+	for _, d := range ds {
+		if d.Cred == nil {
+			continue
+		}
+		if other, ok := seen[d.Cred.Uid]; ok {
+			return fmt.Errorf("%s and %s would both run as uid %d; each role needs a user of its own", other, d.Name, d.Cred.Uid)
+		}
+		seen[d.Cred.Uid] = d.Name
 	}
 	return nil
 }
 
 type supervisor struct {
-	opts    Options
-	mu      *sync.Mutex
-	running map[string]Status
-	logMu   sync.Mutex
+	opts     Options
+	mu       *sync.Mutex
+	running  map[string]Status
+	failures []error // what went wrong past a role's own exit, reported by Run
+	logMu    sync.Mutex
+}
+
+func (s *supervisor) fail(err error) {
+	s.logf("%v", err)
+	s.mu.Lock()
+	s.failures = append(s.failures, err)
+	s.mu.Unlock()
 }
 
 func (s *supervisor) logf(format string, args ...any) {
@@ -137,6 +173,7 @@ func (s *supervisor) runOnce(ctx context.Context, d Daemon, onReady func(error))
 	go func() { exited <- cmd.Wait() }()
 	s.setRunning(d, cmd.Process.Pid)
 	defer s.setStopped(d.Name)
+	defer s.endRole(d) // before setStopped: the role is stopped when all of it is
 	if err := s.awaitSockets(ctx, d, exited); err != nil {
 		onReady(fmt.Errorf("%s did not start: %w", d.Name, err))
 		stop(cmd, exited)
@@ -161,6 +198,10 @@ func (s *supervisor) command(d Daemon) *exec.Cmd {
 	// Its own process group, so a stop reaches whatever it started; and it
 	// dies with us rather than outlive the supervisor.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM, Credential: d.Cred}
+	// A child that left the group may hold the role's stdout open; Wait
+	// then returns this long after the role itself exited, and endRole
+	// ends that child.
+	cmd.WaitDelay = time.Second
 	return cmd
 }
 
@@ -190,7 +231,8 @@ func (s *supervisor) awaitSockets(ctx context.Context, d Daemon, exited chan err
 	return nil
 }
 
-// stop sends SIGTERM to the process group, and SIGKILL if it lingers.
+// stop sends SIGTERM to the process group, and SIGKILL if it lingers;
+// endRole then ends what left the group.
 func stop(cmd *exec.Cmd, exited chan error) {
 	pgid := -cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +20,14 @@ import (
 // by the environment: it listens on a socket, prints a line, and then lives,
 // or dies after a while.
 func TestMain(m *testing.M) {
+	if uid := os.Getenv("SUPERVISE_TEST_KILLUID"); uid != "" {
+		n, _ := strconv.Atoi(uid)
+		if err := KillOwnUID(n); err != nil {
+			fmt.Println(err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if mode := os.Getenv("SUPERVISE_TEST_DAEMON"); mode != "" {
 		os.Exit(fakeDaemon(mode, os.Getenv("SUPERVISE_TEST_SOCKET")))
 	}
@@ -29,6 +38,12 @@ func fakeDaemon(mode, socket string) int {
 	if mode == "silent" {
 		time.Sleep(time.Hour)
 		return 0
+	}
+	if mode == "escape" {
+		if err := startEscapee(os.Getenv("SUPERVISE_TEST_PIDFILE")); err != nil {
+			fmt.Println("escape:", err)
+			return 1
+		}
 	}
 	os.Remove(socket)
 	ln, err := net.Listen("unix", socket)

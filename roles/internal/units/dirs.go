@@ -87,9 +87,11 @@ func Dirs(s Site) []Dir {
 	return append(out,
 		Dir{Path: filepath.Join(s.Home, "memory", "core.md"), Owner: broker, Group: userOf("loopd"), Mode: 0o640, File: true},
 		Dir{Path: s.Etc, Owner: "root", Group: "root", Mode: 0o755},
-		// Only root writes grants and secrets; brokerd's group may read them.
+		// Only root writes grants; brokerd's group may read them.
 		Dir{Path: filepath.Join(s.Etc, "grants"), Owner: "root", Group: broker, Mode: setgid | 0o750},
-		Dir{Path: filepath.Join(s.Etc, "secrets"), Owner: "root", Group: broker, Mode: setgid | 0o750},
+		// secrets/ is root's alone: each role reads its own copies of just
+		// its secrets (secrets.go), never this directory.
+		Dir{Path: s.SecretsDir(), Owner: "root", Group: "root", Mode: 0o700},
 	)
 }
 

@@ -49,8 +49,8 @@ func (l Layout) Check() error {
 	return nil
 }
 
-// Site is one installation: where it lives and the two things of
-// config.toml that change its units.
+// Site is one installation: where it lives, the two things of config.toml
+// that change its units, and the secrets the grants name.
 type Site struct {
 	Layout
 	// Upstream is [infer] upstream; inferproxy's unit allows only its
@@ -60,6 +60,9 @@ type Site struct {
 	// loads; empty when config.toml has no [gateway], and then gatewayd has
 	// no unit.
 	GatewayToken string
+	// GrantSecrets are the secrets the grants name (secret = "name"), which
+	// brokerd's unit loads; secrets.go says who reads which.
+	GrantSecrets []string
 	// OwnerGroup is the group of the bxctl pair directories. The owner is
 	// root under systemd (brokerd's admin socket accepts root and itself
 	// only), so this is root's login group.
@@ -78,6 +81,9 @@ const (
 	PlaceholderEtc   = "@etc@"
 	PlaceholderHome  = "@home@"
 	PlaceholderToken = "@token_secret@"
+	// PlaceholderSecret stands for one secret's name in units.json's
+	// credential lines.
+	PlaceholderSecret = "@secret@"
 )
 
 // templateSite is the site NixData describes: placeholders for the paths

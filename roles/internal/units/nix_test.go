@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 var update = flag.Bool("update", false, "rewrite nix/units.json from the role table")
@@ -43,11 +45,7 @@ func TestNixDataIsCurrent(t *testing.T) {
 // (Debian's nix-bin), a developer's machine may not have it.
 func nixInstantiate(t *testing.T) string {
 	t.Helper()
-	path, err := exec.LookPath("nix-instantiate")
-	if err != nil {
-		t.Skip("nix-instantiate is not installed (Debian: apt-get install nix-bin): the nix files were not checked")
-	}
-	return path
+	return require.Tool(t, "nix-instantiate", "nix-bin")
 }
 
 func TestNixFilesParse(t *testing.T) {
@@ -89,12 +87,12 @@ type nixSite struct {
 }
 
 type nixUnit struct {
-	Description   string            `json:"description"`
-	Requires      []string          `json:"requires"`
-	Wants         []string          `json:"wants"`
-	After         []string          `json:"after"`
-	PartOf        []string          `json:"partOf"`
-	ServiceConfig map[string]string `json:"serviceConfig"`
+	Description   string         `json:"description"`
+	Requires      []string       `json:"requires"`
+	Wants         []string       `json:"wants"`
+	After         []string       `json:"after"`
+	PartOf        []string       `json:"partOf"`
+	ServiceConfig map[string]any `json:"serviceConfig"` // a string per key; a list for the credential keys
 }
 
 // installedSite is what install derives for the site, in units.nix's shape.
@@ -103,10 +101,36 @@ func installedSite(s Site) nixSite {
 	for _, svc := range Services(s) {
 		n := nixServiceOf(svc)
 		want.Services[n.Name] = nixUnit{Description: n.Description, Requires: n.Requires, Wants: n.Wants, After: n.After,
-			PartOf: []string{Target}, ServiceConfig: n.ServiceConfig}
+			PartOf: []string{Target}, ServiceConfig: serviceConfigOf(svc)}
 		want.TargetWants = append(want.TargetWants, svc.Unit)
 	}
 	return want
+}
+
+// serviceConfigOf is a unit's [Service] lines as JSON gives NixOS's
+// serviceConfig: one string per key, and a list for a credential key, which
+// repeats once per secret.
+func serviceConfigOf(svc Service) map[string]any {
+	cfg := map[string]any{}
+	for _, d := range svc.Directives {
+		if !slices.Contains(credentialKeys, d.Key) {
+			cfg[d.Key] = d.Value
+			continue
+		}
+		l, _ := cfg[d.Key].([]any)
+		cfg[d.Key] = append(l, d.Value)
+	}
+	return cfg
+}
+
+// nixList is a Nix list of strings.
+func nixList(l []string) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for _, s := range l {
+		fmt.Fprintf(&b, " %q", s)
+	}
+	return b.String() + " ]"
 }
 
 func nixString(s string) string {
@@ -121,16 +145,17 @@ func nixString(s string) string {
 func TestNixUnitsMatchInstall(t *testing.T) {
 	units, _ := filepath.Abs(filepath.Join(nixDir, "units.nix"))
 	layout := Layout{Bin: "/nix/store/x-boxmaker/bin", Units: "/etc/systemd/system", Etc: "/etc/boxmaker", Home: "/srv/boxmaker"}
+	withGrants := func(s Site, names ...string) Site { s.GrantSecrets = names; return s }
 	for _, s := range []Site{
 		NewSite(layout, "http://10.0.0.5:8080", "mattermost-bot"),
 		NewSite(layout, "http://[fd00::5]:8080/", ""),
-		NewSite(layout, "http://localhost:8080", "bot"),
-		NewSite(layout, "http://straylight.example:8080", ""),
+		withGrants(NewSite(layout, "http://localhost:8080", "bot"), "consult-api", "bot", "search-key", "consult-api"),
+		withGrants(NewSite(layout, "http://straylight.example:8080", ""), "consult-api"),
 		NewSite(layout, "", ""),
 	} {
 		var got nixSite
-		nixEval(t, fmt.Sprintf("import %s { home = %q; etc = %q; bin = %q; upstream = %s; tokenSecret = %s; }",
-			units, s.Home, s.Etc, s.Bin, nixString(s.Upstream), nixString(s.GatewayToken)), &got)
+		nixEval(t, fmt.Sprintf("import %s { home = %q; etc = %q; bin = %q; upstream = %s; tokenSecret = %s; grantSecrets = %s; }",
+			units, s.Home, s.Etc, s.Bin, nixString(s.Upstream), nixString(s.GatewayToken), nixList(s.GrantSecrets)), &got)
 		want := installedSite(s)
 		for _, name := range slices.Sorted(func(yield func(string) bool) {
 			for k := range want.Services {
@@ -153,21 +178,22 @@ func TestNixUnitsMatchInstall(t *testing.T) {
 // moduleResult is what the test expression picks out of module.nix.
 type moduleResult struct {
 	Services map[string]struct {
-		ServiceConfig   map[string]string `json:"serviceConfig"`
-		RestartTriggers []string          `json:"restartTriggers"`
+		ServiceConfig   map[string]any `json:"serviceConfig"`
+		RestartTriggers []string       `json:"restartTriggers"`
 	} `json:"services"`
 	Users map[string]struct {
 		IsSystemUser bool     `json:"isSystemUser"`
 		Group        string   `json:"group"`
 		ExtraGroups  []string `json:"extraGroups"`
 	} `json:"users"`
-	Groups   []string          `json:"groups"`
-	Tmpfiles []string          `json:"tmpfiles"`
-	Config   map[string]any    `json:"config"`
-	Grant    map[string]string `json:"grant"`
-	Wants    []string          `json:"wants"`
-	Links    string            `json:"links"`
-	File     string            `json:"grantFile"`
+	Groups     []string          `json:"groups"`
+	Tmpfiles   []string          `json:"tmpfiles"`
+	Config     map[string]any    `json:"config"`
+	Grant      map[string]string `json:"grant"`
+	Wants      []string          `json:"wants"`
+	Links      string            `json:"links"`
+	File       string            `json:"grantFile"`
+	Assertions []bool            `json:"assertions"`
 }
 
 // TestNixModuleUsesTheUnits evaluates module.nix and package.nix against a
@@ -176,11 +202,15 @@ type moduleResult struct {
 func TestNixModuleUsesTheUnits(t *testing.T) {
 	root, _ := filepath.Abs(nixDir)
 	stub, _ := filepath.Abs("testdata/stub.nix")
-	expr := strings.NewReplacer("@nix@", root, "@stub@", stub).Replace(moduleExpr)
+	grantFile, _ := filepath.Abs("testdata/grant-search.toml")
+	expr := strings.NewReplacer("@nix@", root, "@stub@", stub, "@grant@", grantFile).Replace(moduleExpr)
 	var got moduleResult
 	nixEval(t, expr, &got)
 	s := NewSite(Layout{Bin: "/nix/store/stub-boxmaker/bin", Units: "/etc/systemd/system", Etc: "/etc/boxmaker", Home: "/var/lib/boxmaker"},
 		"http://127.0.0.1:8080", "mattermost-bot")
+	// The text grant names consult-api, the file grant search-key and the
+	// third the bot token, which brokerd then reads as well as gatewayd.
+	s.GrantSecrets = []string{"consult-api", "search-key", "mattermost-bot"}
 	want := installedSite(s)
 	for name, u := range want.Services {
 		if !reflect.DeepEqual(got.Services[name].ServiceConfig, u.ServiceConfig) || len(got.Services[name].RestartTriggers) != 1 {
@@ -207,9 +237,12 @@ func TestNixModuleUsesTheUnits(t *testing.T) {
 		got.Config["gateway"].(map[string]any)["token_secret"] != "mattermost-bot" {
 		t.Errorf("config.toml: %v", got.Config)
 	}
-	if got.Grant["group"] != "boxmaker-broker" || got.Grant["mode"] != "0640" || got.File != "/etc/grants/notes.toml" ||
+	if got.Grant["group"] != "boxmaker-broker" || got.Grant["mode"] != "0640" || got.File != grantFile ||
 		!slices.Equal(got.Wants, want.TargetWants) {
 		t.Errorf("grants %v, %q; target wants %v", got.Grant, got.File, got.Wants)
+	}
+	if len(got.Assertions) != 1+4 || slices.Contains(got.Assertions, false) {
+		t.Errorf("assertions (the home, then one per secret name): %v", got.Assertions)
 	}
 	for _, role := range LinkRoles() {
 		if !strings.Contains(got.Links, "'"+role+"'") {
@@ -230,7 +263,8 @@ let
       upstream = "http://127.0.0.1:8080";
       gateway = { url = "https://mm.example"; token_secret = "mattermost-bot"; channels = [ ];
         allow_users = [ "abcdefghijklmnopqrstuvwxyz" ]; approve_emoji = "+1"; deny_emoji = "-1"; };
-      grants = { fetch-docs = "tool = \"http_fetch\"\n"; notes = "/etc/grants/notes.toml"; };
+      grants = { fetch-docs = "tool = \"consult\"\nsecret = \"consult-api\"\n"; notes = "@grant@";
+        bot = "tool = \"consult\"\nsecret = \"mattermost-bot\"\n"; plain = "tool = \"notes_read\"\n"; };
       settings = { };
     };
   };
@@ -246,4 +280,5 @@ in {
   grantFile = c.environment.etc."boxmaker/grants/notes.toml".source;
   wants = c.systemd.targets.boxmaker.wants;
   links = p.postInstall;
+  assertions = map (a: a.assertion) c.assertions;
 }`

@@ -2,6 +2,7 @@ package units
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 )
 
@@ -9,7 +10,8 @@ import (
 const NixFile = "nix/units.json"
 
 // nixData is nix/units.json: the plan of the template site, with
-// placeholders where the module puts its own paths and token.
+// placeholders where the module puts its own paths and token, and the
+// secrets each unit loads given by their source, not by name.
 type nixData struct {
 	Comment  string       `json:"_comment"`
 	Binary   string       `json:"binary"`
@@ -19,19 +21,26 @@ type nixData struct {
 	Dirs     []Dir        `json:"dirs"`
 	Services []nixService `json:"services"`
 	Target   string       `json:"target"`
+	// Credential is each credential key's line for one secret, with
+	// PlaceholderSecret for its name: units.nix writes one per secret a
+	// service's Secrets source names.
+	Credential map[string]string `json:"credential"`
 }
 
 // nixService is a Service as a NixOS systemd.services entry takes it.
 type nixService struct {
-	Name           string            `json:"name"` // the unit without .service
-	Role           string            `json:"role"`
-	Description    string            `json:"description"`
-	Needs          string            `json:"needs"`
-	Requires       []string          `json:"requires"`
-	Wants          []string          `json:"wants"`
-	After          []string          `json:"after"`
-	UpstreamFilter bool              `json:"upstreamFilter"`
-	ServiceConfig  map[string]string `json:"serviceConfig"`
+	Name           string   `json:"name"` // the unit without .service
+	Role           string   `json:"role"`
+	Description    string   `json:"description"`
+	Needs          string   `json:"needs"`
+	Requires       []string `json:"requires"`
+	Wants          []string `json:"wants"`
+	After          []string `json:"after"`
+	UpstreamFilter bool     `json:"upstreamFilter"`
+	// Secrets is what names the secrets the unit loads: "gateway" (the
+	// module's token_secret), "grants" (every grant's secret) or "".
+	Secrets       string            `json:"secrets"`
+	ServiceConfig map[string]string `json:"serviceConfig"` // without the credential keys
 }
 
 // NixData is the text of nix/units.json, which nix/units.nix reads: what
@@ -43,6 +52,10 @@ func NixData() ([]byte, error) {
 		Comment: "Generated from the role table by `boxmaker install --nix-data`; do not edit. " +
 			"roles/internal/units checks it is current (go test -run Nix ./roles/internal/units -update rewrites it).",
 		Binary: Binary, Links: LinkRoles(), Users: Users(), Groups: Groups(), Dirs: Dirs(s), Target: Target,
+		Credential: map[string]string{},
+	}
+	for _, c := range credentialLines(s.SecretsDir(), PlaceholderSecret) {
+		d.Credential[c.Key] = c.Value
 	}
 	for _, svc := range services(s, false) {
 		d.Services = append(d.Services, nixServiceOf(svc))
@@ -54,12 +67,14 @@ func NixData() ([]byte, error) {
 func nixServiceOf(svc Service) nixService {
 	cfg := map[string]string{}
 	for _, d := range svc.Directives {
-		cfg[d.Key] = d.Value
+		if !slices.Contains(credentialKeys, d.Key) {
+			cfg[d.Key] = d.Value
+		}
 	}
 	return nixService{
 		Name: strings.TrimSuffix(svc.Unit, ".service"), Role: svc.Role, Description: svc.Description, Needs: svc.Needs,
 		Requires: nonNil(svc.Requires), Wants: nonNil(svc.Wants), After: nonNil(svc.After),
-		UpstreamFilter: svc.FilterUpstream, ServiceConfig: cfg,
+		UpstreamFilter: svc.FilterUpstream, Secrets: string(secretSourceOf(svc.Role)), ServiceConfig: cfg,
 	}
 }
 

@@ -18,9 +18,12 @@ type Plan struct {
 	Links  []Link
 	Dirs   []Dir
 	Units  []UnitFile
-	Stale  []string // unit files of daemons this site does not run, removed
-	Enable bool     // reload systemd and enable boxmaker.target: the units are where systemd looks
-	Notes  []string // what the owner should know about this site's units
+	// Secrets are the secrets the configuration names and who reads each;
+	// the units load them, install never opens them.
+	Secrets []SecretUse
+	Stale   []string // unit files of daemons this site does not run, removed
+	Enable  bool     // reload systemd and enable boxmaker.target: the units are where systemd looks
+	Notes   []string // what the owner should know about this site's units
 }
 
 // UnitFile is one unit, as written.
@@ -37,8 +40,12 @@ func NewPlan(s Site) (Plan, error) {
 	if err := s.Check(); err != nil {
 		return Plan{}, err
 	}
+	if err := s.checkSecrets(); err != nil {
+		return Plan{}, err
+	}
 	svcs := Services(s)
-	p := Plan{Site: s, Users: Users(), Groups: Groups(), Links: Links(s), Dirs: Dirs(s), Enable: s.Units == DefaultLayout().Units}
+	p := Plan{Site: s, Users: Users(), Groups: Groups(), Links: Links(s), Dirs: Dirs(s), Secrets: s.SecretUses(),
+		Enable: s.Units == DefaultLayout().Units}
 	for _, svc := range svcs {
 		p.Units = append(p.Units, UnitFile{Path: filepath.Join(s.Units, svc.Unit), Text: UnitText(svc)})
 	}
@@ -111,6 +118,7 @@ func Script(p Plan, source string) string {
 	for _, d := range p.Dirs {
 		writeDir(&b, d)
 	}
+	writeSecrets(&b, p)
 	for _, u := range p.Units {
 		fmt.Fprintf(&b, "\ncat >%s <<'EOF'\n%sEOF\n", u.Path, u.Text)
 	}
@@ -133,4 +141,16 @@ func writeDir(b *strings.Builder, d Dir) {
 	}
 	fmt.Fprintf(b, "test -e %s || : >%s\n", d.Path, d.Path)
 	fmt.Fprintf(b, "chown -h %s:%s %s && chmod %s %s\n", d.Owner, d.Group, d.Path, d.Mode, d.Path)
+}
+
+// writeSecrets says, as comments, which unit loads which secret: install
+// itself never opens one.
+func writeSecrets(b *strings.Builder, p Plan) {
+	fmt.Fprintf(b, "\n# secrets: %s is root's alone; each unit loads only its own role's (LoadCredential)\n", p.Site.SecretsDir())
+	if len(p.Secrets) == 0 {
+		b.WriteString("#   the configuration names none\n")
+	}
+	for _, u := range p.Secrets {
+		fmt.Fprintf(b, "#   %s: %s\n", u.Name, strings.Join(u.Roles, ", "))
+	}
 }

@@ -121,6 +121,11 @@ func directives(s Site, spec roles.Spec, t traits) []Directive {
 		Directive{"ExecStart", filepath.Join(s.Bin, spec.Name) + " --home " + s.Home + " --config " + s.Config()},
 		Directive{"Restart", "on-failure"},
 		Directive{"RestartSec", "2s"},
+		// A stop ends every process of the unit's cgroup, not only the main
+		// one: a child that left the process group (setsid) is in the cgroup
+		// still, and cannot leave it. It is systemd's default; saying it
+		// keeps a drop-in or a later edit from weakening it unnoticed.
+		Directive{"KillMode", "control-group"},
 		Directive{"UMask", "0077"},
 		Directive{"ProtectSystem", "strict"},
 		Directive{"ProtectHome", "yes"},
@@ -186,20 +191,4 @@ func hardening(t traits) []Directive {
 		Directive{"SystemCallFilter", "@system-service"},
 		Directive{"SystemCallErrorNumber", "EPERM"},
 	)
-}
-
-// credentials hands secrets over with LoadCredential: systemd reads them as
-// root and gives the unit a private copy in $CREDENTIALS_DIRECTORY. gatewayd
-// gets its bot token under the token's own name (what its ReadToken looks
-// for); brokerd gets the whole secrets directory, each file as
-// secrets_<name>.
-func credentials(s Site, role string) []Directive {
-	secrets := filepath.Join(s.Etc, "secrets")
-	switch role {
-	case "gatewayd":
-		return []Directive{{"LoadCredential", s.GatewayToken + ":" + filepath.Join(secrets, s.GatewayToken)}}
-	case "brokerd":
-		return []Directive{{"LoadCredential", "secrets:" + secrets}}
-	}
-	return nil
 }

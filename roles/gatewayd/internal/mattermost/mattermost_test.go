@@ -5,12 +5,14 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
 
+	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
 
@@ -179,6 +181,40 @@ func TestDeliverDropsRepeatsAndResumesGaps(t *testing.T) {
 		}
 		if n, _ := rec.counts(); n != step.seen {
 			t.Fatalf("step %d: %d delivered, want %d", i, n, step.seen)
+		}
+	}
+}
+
+// A post's integration marks, decoded from the JSON the server sends.
+func TestIntegrationMarks(t *testing.T) {
+	for _, c := range []struct {
+		post string
+		want string
+	}{
+		{`{"message":"hi","type":"","props":{}}`, ""},
+		{`{"message":"hi"}`, ""},
+		{`{"props":{"disable_group_highlight":true,"ai_generated_by":"x"}}`, ""},
+		{`{"props":{"from_webhook":null,"from_plugin":false,"override_icon_url":""}}`, ""},
+		{`{"props":{"from_webhook":"true"}}`, "props.from_webhook"},
+		{`{"props":{"from_webhook":"false"}}`, "props.from_webhook"},
+		{`{"props":{"from_plugin":true}}`, "props.from_plugin"},
+		{`{"props":{"from_oauth_app":"true"}}`, "props.from_oauth_app"},
+		{`{"props":{"from_bot":"true"}}`, "props.from_bot"},
+		{`{"props":{"override_username":"ci","override_icon_url":"https://x/i.png","override_icon_emoji":"robot"}}`,
+			"props.override_username, props.override_icon_url, props.override_icon_emoji"},
+		{`{"props":{"webhook_display_name":"CI","attachments":[],"mm_blocks_actions":{}}}`,
+			"props.webhook_display_name, props.attachments, props.mm_blocks_actions"},
+		{`{"props":{"from_webhook":1}}`, "props.from_webhook"},
+		{`{"type":"slack_attachment","props":{"from_webhook":"true"}}`, `props.from_webhook, type "slack_attachment"`},
+		{`{"type":"system_join_channel"}`, `type "system_join_channel"`},
+		{`{"type":"custom_\n"}`, `type "custom_\n"`},
+	} {
+		var p Post
+		if err := json.Unmarshal([]byte(c.post), &p); err != nil {
+			t.Fatalf("%s: %v", c.post, err)
+		}
+		if got := strings.Join(p.IntegrationMarks(), ", "); got != c.want {
+			t.Errorf("%s: marks %q, want %q", c.post, got, c.want)
 		}
 	}
 }

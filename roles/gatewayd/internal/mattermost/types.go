@@ -1,6 +1,8 @@
 package mattermost
 
 import (
+	"fmt"
+
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -54,6 +56,54 @@ func (p Post) FromBot() bool {
 		return v
 	}
 	return false
+}
+
+// integrationProps are the props by which the server marks a post that an
+// integration made under a person's user id (server/public/model/post.go,
+// the PostProps* constants): incoming and outgoing webhooks and slash
+// command responses (from_webhook, override_username, override_icon_url,
+// override_icon_emoji, webhook_display_name; all but from_bot and
+// from_oauth_app are what model.ContainsIntegrationsReservedProps reserves
+// for integrations), plugins (from_plugin), OAuth apps (from_oauth_app), bot
+// accounts (from_bot), and the message attachments and interactive blocks
+// that only integrations send (attachments, mm_blocks_actions).
+var integrationProps = []string{
+	"from_webhook", "from_plugin", "from_oauth_app", "from_bot",
+	"override_username", "override_icon_url", "override_icon_emoji", "webhook_display_name",
+	"attachments", "mm_blocks_actions",
+}
+
+// IntegrationMarks names what marks the post as made by an integration
+// rather than typed by its user: each integration prop present with a value
+// other than null, "" or false (any other string counts, "false" too, as
+// does a number or an object), and a non-empty type. It is nil for a plain
+// post. The names are fixed words and the type is quoted, so the result may
+// be logged; the prop values are never in it.
+func (p Post) IntegrationMarks() []string {
+	var marks []string
+	for _, name := range integrationProps {
+		if marking(p.Props[name]) {
+			marks = append(marks, "props."+name)
+		}
+	}
+	if p.Type != "" {
+		marks = append(marks, fmt.Sprintf("type %q", p.Type))
+	}
+	return marks
+}
+
+// marking reports whether a prop's value marks the post: present, and not
+// null, "" or false.
+func marking(v any) bool {
+	switch v := v.(type) {
+	case nil:
+		return false
+	case string:
+		return v != ""
+	case bool:
+		return v
+	}
+	return true
 }
 
 // PostList is the answer of the thread and channel-posts calls.

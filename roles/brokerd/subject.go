@@ -1,0 +1,123 @@
+package brokerd
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"boxmaker/policy"
+	"boxmaker/roles/internal/termtext"
+	"boxmaker/wire"
+)
+
+// canonicalArguments decodes a call's arguments strictly for its tool and
+// re-encodes them canonically. From then on brokerd decides, audits, shows
+// and runs only these bytes, so whitespace padding, key order and escapes
+// cannot make the approval show something other than what runs. Arguments
+// that do not decode are returned as they came: they match no grant, and
+// the denial is audited with what the model sent.
+func canonicalArguments(tool, arguments string) string {
+	args, err := wire.DecodeToolArgs(tool, arguments)
+	if err != nil {
+		return arguments
+	}
+	canon, err := wire.EncodeArgs(args)
+	if err != nil {
+		return arguments
+	}
+	return string(canon)
+}
+
+// consultSubjectRunes is how much of a consult prompt the subject shows;
+// the arguments below it hold the rest.
+const consultSubjectRunes = 200
+
+// subjectOf says in one line what a call acts on, for the owner deciding on
+// it: derived from the decoded arguments, never from text loopd chose, and
+// safe to print on a terminal or in a post (nothing invisible, nothing a
+// terminal interprets).
+func subjectOf(args wire.ToolArgs) string {
+	switch a := args.(type) {
+	case wire.HTTPFetchArgs:
+		return urlSubject(a.URL)
+	case wire.FileReadArgs:
+		return pathSubject(wire.AbsolutePathsDimension, a.Path)
+	case wire.NotesReadArgs:
+		return "memory/" + pathSubject(wire.MemoryPathsDimension, a.Path)
+	case wire.NotesWriteArgs:
+		return fmt.Sprintf("memory/%s (%d bytes)", pathSubject(wire.MemoryPathsDimension, a.Path), len(a.Content))
+	case wire.NotesSearchArgs:
+		return clipped(a.Query)
+	case wire.ShellArgs:
+		return termtext.Line(a.Command)
+	case wire.ConsultArgs:
+		return clipped(a.Prompt)
+	}
+	return ""
+}
+
+// clipped is the first consultSubjectRunes characters and the byte count.
+func clipped(s string) string {
+	if utf8.RuneCountInString(s) <= consultSubjectRunes {
+		return fmt.Sprintf("%s (%d bytes)", termtext.Line(s), len(s))
+	}
+	head := string([]rune(s)[:consultSubjectRunes])
+	return fmt.Sprintf("%s… (%d bytes)", termtext.Line(head), len(s))
+}
+
+// pathSubject is the cleaned path, as the grants matched it.
+func pathSubject(dim wire.Dimension, p string) string {
+	if clean, err := policy.CleanPath(dim, p); err == nil {
+		p = clean
+	}
+	return termtext.Line(p)
+}
+
+// urlSubject is the URL with its host as policy read it (ASCII, punycode,
+// lowercase) and every other character outside printable ASCII escaped: a
+// look-alike letter or a right-to-left override cannot pass for another
+// host or path.
+func urlSubject(raw string) string {
+	t, err := policy.ParseURLTarget(raw)
+	if err != nil {
+		return asciiOnly(raw)
+	}
+	_, rest, _ := strings.Cut(raw, "://")
+	tail := ""
+	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+		tail = rest[i:]
+	}
+	return t.Scheme + "://" + hostPort(t) + asciiOnly(tail)
+}
+
+// hostPort writes the host, and the port unless it is the scheme's own.
+func hostPort(t policy.URLTarget) string {
+	host := t.Host
+	if t.Addr.Is6() {
+		host = "[" + host + "]"
+	}
+	if t.Scheme == "https" && t.Port == 443 || t.Scheme == "http" && t.Port == 80 {
+		return host
+	}
+	return host + ":" + strconv.Itoa(int(t.Port))
+}
+
+// asciiOnly escapes every character outside printable ASCII, as termtext
+// writes an escape.
+func asciiOnly(s string) string {
+	var b strings.Builder
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"):
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r >= 0x20 && r < 0x7f:
+			b.WriteRune(r)
+		case r <= 0xffff:
+			fmt.Fprintf(&b, `\u%04x`, r)
+		default:
+			fmt.Fprintf(&b, `\U%08x`, r)
+		}
+	}
+	return b.String()
+}

@@ -1,0 +1,27 @@
+package bxctl
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// audit tail shows what a terminal could hide or interpret as \u escapes,
+// and the line stays JSON with the same value.
+func TestJSONForTerminal(t *testing.T) {
+	line := "{\"arguments\":\"{\\\"url\\\":\\\"https://x/a\u202eexe\u200b\x7f\u0085\U000e0041\\\"}\",\"tool\":\"http_fetch\",\"é\":\"ok\"}"
+	got := jsonForTerminal(line)
+	want := `{"arguments":"{\"url\":\"https://x/a\u202eexe\u200b\u007f\u0085\udb40\udc41\"}","tool":"http_fetch","é":"ok"}`
+	if got != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	var before, after map[string]string
+	if err := json.Unmarshal([]byte(line), &before); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(got), &after); err != nil {
+		t.Fatalf("the escaped line is not JSON: %v", err)
+	}
+	if before["arguments"] != after["arguments"] {
+		t.Errorf("the value changed: %q, then %q", before["arguments"], after["arguments"])
+	}
+}
