@@ -11,6 +11,7 @@ import (
 
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/internal/supervise"
 	"boxmaker/roles/internal/units"
 	"boxmaker/wire"
@@ -86,7 +87,8 @@ func up(ctx context.Context, cmd *cli.Command) error {
 		}
 	}
 	opts := supervise.Options{
-		Executable: exe, Daemons: daemons, Log: log, MaxRestarts: 5, Window: time.Minute, StartWait: 20 * time.Second,
+		Executable: exe, Daemons: daemons, Log: log, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
+		MaxRestarts: 5, Window: time.Minute, FailedRetry: 5 * time.Minute,
 		OnChange:   func(st []supervise.Status) { writeUpState(paths, st) },
 		KillHelper: killHelper,
 	}

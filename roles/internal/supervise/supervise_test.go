@@ -34,6 +34,10 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// fakeDaemon does what a role does at its start: it listens, writes its
+// first lines, and only then gives its socket its final mode, which is what
+// tells the supervisor it is ready (sock.Listen's last step). Everything it
+// wrote before that must reach the log, however soon it is stopped.
 func fakeDaemon(mode, socket string) int {
 	if mode == "silent" {
 		time.Sleep(time.Hour)
@@ -43,6 +47,12 @@ func fakeDaemon(mode, socket string) int {
 		if err := startEscapee(os.Getenv("SUPERVISE_TEST_PIDFILE")); err != nil {
 			fmt.Println("escape:", err)
 			return 1
+		}
+	}
+	if mode == "unwell" {
+		if _, err := os.Stat(os.Getenv("SUPERVISE_TEST_WELL")); err != nil {
+			fmt.Print("unwell: no space left on device")
+			return 4
 		}
 	}
 	os.Remove(socket)
@@ -62,13 +72,18 @@ func fakeDaemon(mode, socket string) int {
 	}()
 	fmt.Printf("listening on %s\npartial ", socket)
 	fmt.Println("line done")
+	os.Chmod(socket, testSocketMode)
 	if mode == "die" {
 		time.Sleep(300 * time.Millisecond)
+		fmt.Print("dying words")
 		return 3
 	}
 	time.Sleep(time.Hour)
 	return 0
 }
+
+// testSocketMode is the mode the fake daemons give their sockets last.
+const testSocketMode = 0o660
 
 func daemon(t *testing.T, name, mode string) Daemon {
 	sock := filepath.Join(t.TempDir(), name+".sock")
@@ -78,12 +93,13 @@ func daemon(t *testing.T, name, mode string) Daemon {
 
 func options(log *syncbuf.Buffer, ds ...Daemon) Options {
 	exe, _ := os.Executable()
-	return Options{Executable: exe, Daemons: ds, Log: log, MaxRestarts: 2, Window: 5 * time.Second, StartWait: 5 * time.Second}
+	return Options{Executable: exe, Daemons: ds, Log: log, MaxRestarts: 2, Window: 5 * time.Second, FailedRetry: time.Hour, StartWait: 5 * time.Second, SocketMode: testSocketMode}
 }
 
-func TestStartsInOrderAndStopsAll(t *testing.T) {
-	var log syncbuf.Buffer
-	opts := options(&log, daemon(t, "first", "live"), daemon(t, "second", "live"))
+// runUntilReady runs opts until ready and returns how to stop it, and the
+// roles' states at that point.
+func runUntilReady(t *testing.T, opts Options, log *syncbuf.Buffer) (stop func() error, states func() []Status) {
+	t.Helper()
 	var mu sync.Mutex
 	var last []Status
 	opts.OnChange = func(st []Status) { mu.Lock(); last = st; mu.Unlock() }
@@ -96,14 +112,25 @@ func TestStartsInOrderAndStopsAll(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run: %v\n%s", err, log.String())
 	}
-	mu.Lock()
-	running := last
-	mu.Unlock()
-	if len(running) != 2 || running[0].Role != "first" || running[1].Role != "second" {
+	states = func() []Status { mu.Lock(); defer mu.Unlock(); return last }
+	return func() error { cancel(); return <-done }, states
+}
+
+// TestStartsInOrderAndStopsAll: each role starts once the one before it
+// listens; at the stop, the last started stops first, and every line a role
+// wrote before it was ready is in the log, whole, under its name.
+// It failed about 1 run in 4 under load while readiness was the socket
+// file's existence: bind makes the file before the role has written its
+// first lines, and a stop right after ready killed it before it wrote them.
+func TestStartsInOrderAndStopsAll(t *testing.T) {
+	var log syncbuf.Buffer
+	stopAll, states := runUntilReady(t, options(&log, daemon(t, "first", "live"), daemon(t, "second", "live")), &log)
+	running := states()
+	if len(running) != 2 || running[0].Role != "first" || running[1].Role != "second" ||
+		running[0].State != StateRunning || running[1].State != StateRunning {
 		t.Fatalf("running %+v", running)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := stopAll(); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
 	for _, st := range running {
@@ -111,23 +138,14 @@ func TestStartsInOrderAndStopsAll(t *testing.T) {
 			t.Errorf("%s (pid %d) still runs after stop", st.Role, st.PID)
 		}
 	}
-	if !strings.Contains(log.String(), "first: listening on ") || !strings.Contains(log.String(), "second: partial line done\n") {
-		t.Errorf("log lines are not prefixed whole:\n%s", log.String())
+	got := log.String()
+	for _, want := range []string{"first: listening on ", "first: partial line done\n", "second: listening on ", "second: partial line done\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the log lacks %q:\n%s", want, got)
+		}
 	}
-}
-
-func TestRestartsThenGivesUp(t *testing.T) {
-	var log syncbuf.Buffer
-	start := time.Now()
-	err := Run(context.Background(), options(&log, daemon(t, "flaky", "die")), nil)
-	if err == nil || !strings.Contains(err.Error(), "flaky died 3 times") {
-		t.Fatalf("Run: %v\n%s", err, log.String())
-	}
-	if n := strings.Count(log.String(), "flaky exited"); n != 2 {
-		t.Errorf("%d restart lines, want 2:\n%s", n, log.String())
-	}
-	if time.Since(start) < 500*time.Millisecond {
-		t.Errorf("restarts came without backoff")
+	if strings.Index(got, "up: second stopped") > strings.Index(got, "up: first stopped") {
+		t.Errorf("first stopped before second:\n%s", got)
 	}
 }
 

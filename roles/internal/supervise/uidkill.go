@@ -192,13 +192,18 @@ func (s *supervisor) runKillHelper(d Daemon) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, s.opts.Executable)
 	cmd.Args, cmd.Env = kc.Args, kc.Env
-	out := &prefixWriter{mu: &s.logMu, out: s.opts.Log, prefix: []byte(d.Name + " (kill helper): ")}
+	out := newRoleWriter(s.log, d.Name+" (kill helper)")
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: &syscall.Credential{Uid: d.Cred.Uid, Gid: d.Cred.Gid, Groups: []uint32{}},
 		Pdeathsig:  syscall.SIGKILL,
 	}
-	if err := cmd.Run(); err != nil {
+	err := s.start(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
+	out.flush()
+	if err != nil {
 		s.logf("%s: the kill helper failed (%v); ending the rest from root", d.Name, err)
 	}
 }
