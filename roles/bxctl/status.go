@@ -4,14 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
-	"net"
 	"os"
 	"syscall"
 	"text/tabwriter"
-	"time"
 
 	"boxmaker/roles"
+	"boxmaker/roles/internal/supervise"
+	"boxmaker/roles/internal/termtext"
 	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
@@ -44,59 +45,81 @@ func status(_ context.Context, cmd *cli.Command) error {
 		}
 	}
 	out := cmd.Root().Writer
-	if st.Supervisor == 0 || !alive(st.Supervisor) {
+	up := st.Supervisor != 0 && alive(st.Supervisor)
+	if !up {
 		fmt.Fprintf(out, "boxmaker is not up in %s\n", paths.Home)
 	} else {
 		fmt.Fprintf(out, "boxmaker is up in %s (supervisor pid %d)\n", paths.Home, st.Supervisor)
 	}
-	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ROLE\tSTATE\tPID\tUID\tSOCKET")
-	down := 0
-	for _, spec := range roles.Table {
-		if !spec.Daemon {
-			continue
-		}
-		state, pid, uid, sock := roleState(spec.Name, st)
-		if state != "running" && state != "not started" {
-			down++
-		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", spec.Name, state, pid, uid, sock)
-	}
-	tw.Flush()
-	if down > 0 && st.Supervisor != 0 && alive(st.Supervisor) {
+	down := statusTable(out, st)
+	if down > 0 && up {
 		return fmt.Errorf("status: %d roles not running", down)
 	}
 	return nil
 }
 
-// roleState checks a role's recorded pid and its socket, not only the record.
-func roleState(name string, st upState) (state, pid, uid, sock string) {
+// statusTable prints one line per daemon, then why each one that is not
+// running is down; it returns how many are down.
+func statusTable(out io.Writer, st upState) int {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "ROLE\tSTATE\tPID\tUID\tSOCKET")
+	var why []string
+	for _, spec := range roles.Table {
+		if !spec.Daemon {
+			continue
+		}
+		r := roleState(spec.Name, st)
+		if r.state != "running" && r.state != "not started" {
+			why = append(why, r.why)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", spec.Name, r.state, r.pid, r.uid, r.sock)
+	}
+	tw.Flush()
+	for _, w := range why {
+		if w != "" {
+			fmt.Fprintln(out, w)
+		}
+	}
+	return len(why)
+}
+
+// roleLine is one role's line of the status table, and why it is down.
+type roleLine struct{ state, pid, uid, sock, why string }
+
+// roleState checks a role's recorded pid and socket file, not only the
+// record. It never connects: status is no client of most sockets, and each
+// role would log the connection as a refused peer.
+func roleState(name string, st upState) roleLine {
 	for _, r := range st.Roles {
 		if r.Role != name {
 			continue
 		}
-		state, pid, uid = "stopped", fmt.Sprint(r.PID), fmt.Sprint(r.UID)
-		if alive(r.PID) {
-			state = "running"
+		l := roleLine{state: r.State, pid: "-", uid: fmt.Sprint(r.UID), sock: "-"}
+		if r.PID != 0 {
+			l.pid = fmt.Sprint(r.PID)
 		}
-		sock = "-"
-		if len(r.Sockets) > 0 {
-			sock = r.Sockets[0]
-			if !answers(sock) {
-				state += " (socket not answering)"
+		if r.State == supervise.StateRunning || r.State == supervise.StateStarting {
+			if !alive(r.PID) {
+				l.state = "stopped"
 			}
 		}
-		return state, pid, uid, sock
+		if len(r.Sockets) > 0 {
+			l.sock = r.Sockets[0]
+			if l.state == "running" && !isSocket(l.sock) {
+				l.state += " (no socket)"
+			}
+		}
+		if r.Reason != "" {
+			l.why = fmt.Sprintf("%s %s: %s; next try at %s", name, r.State, termtext.Line(r.Reason), r.Retry)
+		}
+		return l
 	}
-	return "not started", "-", "-", "-"
+	return roleLine{state: "not started", pid: "-", uid: "-", sock: "-"}
 }
 
 func alive(pid int) bool { return pid > 0 && syscall.Kill(pid, 0) == nil }
 
-func answers(path string) bool {
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err == nil {
-		c.Close()
-	}
-	return err == nil
+func isSocket(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().Type() == fs.ModeSocket
 }
