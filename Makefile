@@ -46,7 +46,7 @@ fuzz: ## each fuzz target for FUZZTIME (default 20s)
 
 run: build ## start boxmaker in $(STATE) and chat (the scripted model unless BOXMAKER_UPSTREAM is set); leaving chat stops it
 	@test -f $(STATE)/etc/config.toml || $(OUT) init --home $(STATE)
-	@$(OUT) up --home $(STATE) $(if $(BOXMAKER_UPSTREAM),,--scripted-model) $(if $(filter 0,$(shell id -u)),--create-users) 2>$(STATE)/up.log & up=$$!; \
+	@$(OUT) up --home $(STATE) $(if $(BOXMAKER_UPSTREAM),,--scripted-model) $(if $(filter 0,$(shell id -u)),--create-users) --log $(STATE)/up.log & up=$$!; \
 	  trap 'kill $$up 2>/dev/null; wait $$up 2>/dev/null' EXIT INT TERM; \
 	  $(OUT) chat --home $(STATE) --wait 60s || { echo "make run: see $(STATE)/up.log" >&2; exit 1; }
 

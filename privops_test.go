@@ -68,10 +68,16 @@ var allowedPrivilegedOps = map[string]allowedPrivilegedOp{
 	"roles/bxctl/uprootfs.go:ensureFileBeneath:unix.Fchown": {1, "fd: a file root just created with O_EXCL, or one Fstat on the same descriptor showed regular, " +
 		"single-link and already the plan's owner's"},
 	"roles/bxctl/uprootfs.go:ensureFileBeneath:unix.Fchmod": {1, "fd: as the Fchown beside it"},
-	"roles/bxctl/up.go:up:os.Remove":                        {1, "root-only: run/up.json in run/, root's 0711"},
-	"roles/bxctl/up.go:prepareHome:os.MkdirAll":             {1, "not root: only when up runs as the owner (as root, rootSetup makes the home from the plan)"},
-	"roles/bxctl/up.go:writeUpState:os.WriteFile":           {1, "root-only: run/up.json.tmp in run/, root's 0711"},
-	"roles/bxctl/up.go:writeUpState:os.Rename":              {1, "root-only: within run/, root's 0711"},
+	"roles/bxctl/up.go:serve:os.Remove":                     {1, "root-only: run/up.json in run/, root's 0711"},
+	"roles/bxctl/uplock.go:lockHome:unix.Open":              {1, "reads only: opens the home as a directory, to resolve run/up.lock below it by descriptor"},
+	"roles/bxctl/uplock.go:lockHome:unix.Mkdirat":           {1, "fd: run/ in the home's descriptor, only when missing (EEXIST is kept as it is); rootSetup then gives it the plan's owner and mode"},
+	"roles/bxctl/uplock.go:writePid:unix.Ftruncate":         {1, "fd: run/up.lock, opened by openBeneath (no link followed), after Fstat on it showed a regular single-link file of root's"},
+	"roles/bxctl/uplock.go:openLog:os.OpenFile": {1, "root-only: FILE of --log, the owner's choice as a shell's 2>FILE was (make run: up.log in the home, root's 0711); " +
+		"O_NOFOLLOW|O_NONBLOCK, no O_TRUNC"},
+	"roles/bxctl/uplock.go:openLog:.Truncate":     {1, "fd: the log just opened, after Fstat on it showed a regular file of one link"},
+	"roles/bxctl/up.go:prepareHome:os.MkdirAll":   {1, "not root: only when up runs as the owner (as root, rootSetup makes the home from the plan)"},
+	"roles/bxctl/up.go:writeUpState:os.WriteFile": {1, "root-only: run/up.json.tmp in run/, root's 0711"},
+	"roles/bxctl/up.go:writeUpState:os.Rename":    {1, "root-only: within run/, root's 0711"},
 
 	// up as root: the roles' copies of their secrets (roles/bxctl/secrets.go),
 	// all in run/credentials, which only root writes.

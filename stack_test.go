@@ -57,6 +57,12 @@ func startStack(t *testing.T, grants map[string]string, prepare ...func(home str
 // (one the test serves), or the scripted model when upstream is "".
 func startStackUpstream(t *testing.T, upstream string, grants map[string]string, prepare ...func(home string)) *stack {
 	t.Helper()
+	return launchStack(t, upstream, nil, grants, prepare...)
+}
+
+// launchStack starts the stack, with upArgs added to up's command line.
+func launchStack(t *testing.T, upstream string, upArgs []string, grants map[string]string, prepare ...func(home string)) *stack {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
 		require.Bwrap(t, fmt.Errorf("bubblewrap is not installed (apt-get install bubblewrap): %w", err))
 	}
@@ -76,9 +82,9 @@ func startStackUpstream(t *testing.T, upstream string, grants map[string]string,
 	for _, p := range prepare {
 		p(s.home)
 	}
-	s.up = exec.Command(s.bin, "up", "--home", s.home, "--scripted-model", "--create-users")
+	s.up = exec.Command(s.bin, append([]string{"up", "--home", s.home, "--scripted-model", "--create-users"}, upArgs...)...)
 	if upstream != "" {
-		s.up = exec.Command(s.bin, "up", "--home", s.home, "--create-users")
+		s.up = exec.Command(s.bin, append([]string{"up", "--home", s.home, "--create-users"}, upArgs...)...)
 		s.up.Env = append(os.Environ(), "BOXMAKER_UPSTREAM="+upstream)
 	}
 	s.up.Stdout, s.up.Stderr = s.log, s.log

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"syscall"
@@ -23,7 +24,15 @@ func upCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "up",
 		Usage: "start every daemon and keep them running until SIGINT or SIGTERM",
-		Flags: append(homeFlags(), &cli.BoolFlag{
+		Flags: append(homeFlags(), &cli.StringFlag{
+			Name:  "log",
+			Usage: "write the log to `FILE` (emptied first), once no other up serves the home; errors also go to stderr",
+		}, &cli.DurationFlag{
+			Name:   "failed-retry",
+			Usage:  "how long a role that keeps dying waits before its next try",
+			Value:  5 * time.Minute,
+			Hidden: true, // for tests: the default suits everyone else
+		}, &cli.BoolFlag{
 			Name:  "scripted-model",
 			Usage: "answer with the scripted llama-server stand-in instead of a language model (for trying boxmaker and for tests)",
 		}, &cli.BoolFlag{
@@ -41,11 +50,41 @@ func upCommand() *cli.Command {
 // caller's, so that no secret in the caller's environment reaches a role.
 const rolePath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-func up(ctx context.Context, cmd *cli.Command) error {
+func up(ctx context.Context, cmd *cli.Command) (err error) {
 	paths, err := pathsOf(cmd)
 	if err != nil {
 		return err
 	}
+	lock, err := lockHome(paths.Home)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	out := cmd.Root().ErrWriter
+	if file := cmd.String("log"); file != "" {
+		f, err := openLog(file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		out = f
+	}
+	log := supervise.LineWriter(out, "up")
+	if cmd.String("log") != "" {
+		defer func() {
+			if err != nil {
+				fmt.Fprintf(log, "up: %v\n", err)
+			}
+		}()
+	}
+	fmt.Fprintf(log, "up: pid %d, home %s\n", os.Getpid(), paths.Home)
+	return serve(ctx, cmd, paths, out, log)
+}
+
+// serve is up once it holds the home: it prepares the home, then runs the
+// daemons until a signal. out is the log, which log writes up's own lines
+// into.
+func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log io.Writer) error {
 	cfg, err := config.Load(paths.Config)
 	if err != nil {
 		return err
@@ -56,47 +95,53 @@ func up(ctx context.Context, cmd *cli.Command) error {
 	}
 	ctx, stop := roles.SignalContext(ctx)
 	defer stop()
-	log := cmd.Root().ErrWriter
-	upstream := cfg.Infer.Upstream
-	if cmd.Bool("scripted-model") {
-		upstream = config.ScriptedUpstream
-		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script in fixtures/llamadouble, not from a language model")
-	} else if upstream == "" {
-		return errors.New("no model: set [infer] upstream in " + paths.Config + " or BOXMAKER_UPSTREAM, or start with --scripted-model")
+	upstream, err := modelUpstream(cmd, cfg, paths, log)
+	if err != nil {
+		return err
 	}
-	creds := map[string]*syscall.Credential{}
-	if os.Geteuid() == 0 {
-		if creds, err = rootSetup(paths, upstream, cmd.Bool("create-users"), log, hostSystem{}); err != nil {
-			return err
-		}
-	} else {
-		if err := prepareHome(paths); err != nil {
-			return err
-		}
-		fmt.Fprintf(log, "up: not running as root: every role runs as uid %d, separated by process and socket only\n", os.Getuid())
+	creds, err := prepareRoles(cmd, paths, upstream, log)
+	if err != nil {
+		return err
 	}
 	daemons := daemonsFor(paths, upstream, creds, cfg.Gateway != nil)
-	if cfg.Gateway != nil && os.Geteuid() == 0 {
-		// rootSetup staged gatewayd's copy of its token (stageSecrets), as
-		// systemd's LoadCredential would; the path, never the token, goes
-		// to gatewayd.
-		for i := range daemons {
-			if daemons[i].Name == "gatewayd" {
-				daemons[i].Env = append(daemons[i].Env, "CREDENTIALS_DIRECTORY="+units.CredentialDir(paths.Home, "gatewayd"))
-			}
-		}
-	}
 	opts := supervise.Options{
-		Executable: exe, Daemons: daemons, Log: log, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
-		MaxRestarts: 5, Window: time.Minute, FailedRetry: 5 * time.Minute,
+		Executable: exe, Daemons: daemons, Log: out, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
+		MaxRestarts: 5, Window: time.Minute, FailedRetry: cmd.Duration("failed-retry"),
 		OnChange:   func(st []supervise.Status) { writeUpState(paths, st) },
 		KillHelper: killHelper,
 	}
 	defer os.Remove(upStatePath(paths))
-	return supervise.Run(ctx, opts, func() { upBanner(cmd, paths, daemons, cmd.Bool("scripted-model")) })
+	return supervise.Run(ctx, opts, func() { upBanner(log, paths, daemons, cmd.Bool("scripted-model")) })
 }
 
-func upBanner(cmd *cli.Command, paths config.Paths, daemons []supervise.Daemon, scripted bool) {
+// modelUpstream is the llama-server inferproxy forwards to: the scripted
+// model's with --scripted-model, said plainly, else the configured one.
+func modelUpstream(cmd *cli.Command, cfg config.Config, paths config.Paths, log io.Writer) (string, error) {
+	if cmd.Bool("scripted-model") {
+		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script in fixtures/llamadouble, not from a language model")
+		return config.ScriptedUpstream, nil
+	}
+	if cfg.Infer.Upstream == "" {
+		return "", errors.New("no model: set [infer] upstream in " + paths.Config + " or BOXMAKER_UPSTREAM, or start with --scripted-model")
+	}
+	return cfg.Infer.Upstream, nil
+}
+
+// prepareRoles prepares the home and returns each role's credential: as
+// root, the role users (rootSetup); otherwise none, and the roles run as
+// the caller.
+func prepareRoles(cmd *cli.Command, paths config.Paths, upstream string, log io.Writer) (map[string]*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		if err := prepareHome(paths); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(log, "up: not running as root: every role runs as uid %d, separated by process and socket only\n", os.Getuid())
+		return map[string]*syscall.Credential{}, nil
+	}
+	return rootSetup(paths, upstream, cmd.Bool("create-users"), log, hostSystem{})
+}
+
+func upBanner(log io.Writer, paths config.Paths, daemons []supervise.Daemon, scripted bool) {
 	var names []string
 	for _, d := range daemons {
 		names = append(names, d.Name)
@@ -105,7 +150,7 @@ func upBanner(cmd *cli.Command, paths config.Paths, daemons []supervise.Daemon, 
 	if scripted {
 		model = "the SCRIPTED MODEL (not a language model)"
 	}
-	fmt.Fprintf(cmd.Root().ErrWriter, "up: ready: %s, answering with %s\nup: chat with: boxmaker chat --home %s\n",
+	fmt.Fprintf(log, "up: ready: %s, answering with %s\nup: chat with: boxmaker chat --home %s\n",
 		strings.Join(names, ", "), model, paths.Home)
 }
 
@@ -122,6 +167,12 @@ func daemonsFor(paths config.Paths, upstream string, creds map[string]*syscall.C
 			Env: []string{rolePath}, Cred: creds[spec.Name]}
 		if spec.Name == "inferproxy" {
 			d.Env = append(d.Env, "BOXMAKER_UPSTREAM="+upstream)
+		}
+		if spec.Name == "gatewayd" && d.Cred != nil {
+			// rootSetup staged gatewayd's copy of its token (stageSecrets), as
+			// systemd's LoadCredential would; the path, never the token, goes
+			// to gatewayd.
+			d.Env = append(d.Env, "CREDENTIALS_DIRECTORY="+units.CredentialDir(paths.Home, "gatewayd"))
 		}
 		for _, p := range roles.ListensOn(spec.Name) {
 			d.Sockets = append(d.Sockets, paths.Join("run", p.Dir(), p.Socket))

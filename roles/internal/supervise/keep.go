@@ -76,7 +76,7 @@ func (s *supervisor) wait(ctx context.Context, d Daemon, b *budget, err error, l
 	pause, failed := b.died(ran)
 	reason := err.Error()
 	if last != "" {
-		reason += ": " + last
+		reason += "; its last line: " + last
 	}
 	st := Status{State: StateRestarting, Reason: reason, Retry: time.Now().Add(pause).Format(time.RFC3339)}
 	if failed {

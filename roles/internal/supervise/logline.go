@@ -105,3 +105,10 @@ func (w *roleWriter) emit(line []byte) {
 	}
 	w.log.line(w.name, line)
 }
+
+// LineWriter returns a writer that logs each line written to it under name
+// as Run logs a role's (a leading "name: " dropped, a timestamp added): for
+// up's own lines before and beside Run's, into the same log.
+func LineWriter(out io.Writer, name string) io.Writer {
+	return newRoleWriter(&lineLog{out: out, now: time.Now}, name)
+}

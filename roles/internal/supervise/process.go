@@ -114,7 +114,7 @@ func (s *supervisor) awaitSockets(ctx context.Context, d Daemon, before map[stri
 			select {
 			case err := <-exited:
 				exited <- err
-				return fmt.Errorf("exited: %v", exitError(err))
+				return exitError(err)
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-time.After(25 * time.Millisecond):
