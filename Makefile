@@ -6,10 +6,14 @@ VERSION  ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
 FUZZTIME ?= 20s
 # Where `make run` keeps its state (git-ignored).
 STATE    ?= .state
+# Debian/Ubuntu packages: bubblewrap runs every tool call (brokerd will not
+# start without it); the terminal tests drive chat in tmux.
+RUN_NEEDS  ?= bubblewrap
+TEST_NEEDS ?= bubblewrap tmux
 # The figures issue 3 asks for come from a 200 MB audit log.
 AUDIT_BENCH_MB ?= 200
 
-.PHONY: help build test gate fmt vet staticcheck race bench fuzz run clean
+.PHONY: help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -17,7 +21,7 @@ help: ## list the targets
 build: ## bin/boxmaker: static (no cgo), -trimpath, stripped, version stamped
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o $(OUT) .
 
-test: gate ## the one command that must pass: the whole gate
+test: deps gate ## the one command that must pass: what it needs, then the whole gate
 
 gate: fmt vet staticcheck race ## gofmt, go vet, staticcheck, go test -race (with the structure checks)
 
@@ -44,11 +48,14 @@ fuzz: ## each fuzz target for FUZZTIME (default 20s)
 	  done; \
 	done
 
-run: build ## start boxmaker in $(STATE) and chat (the scripted model unless BOXMAKER_UPSTREAM is set); leaving chat stops it
-	@test -f $(STATE)/etc/config.toml || $(OUT) init --home $(STATE)
-	@$(OUT) up --home $(STATE) $(if $(BOXMAKER_UPSTREAM),,--scripted-model) $(if $(filter 0,$(shell id -u)),--create-users) --log $(STATE)/up.log & up=$$!; \
-	  trap 'kill $$up 2>/dev/null; wait $$up 2>/dev/null' EXIT INT TERM; \
-	  $(OUT) chat --home $(STATE) --wait 60s || { echo "make run: see $(STATE)/up.log" >&2; exit 1; }
+run: deps-run build ## start boxmaker in $(STATE) and chat (the scripted model unless BOXMAKER_UPSTREAM is set); leaving chat stops it
+	@sh scripts/run.sh $(OUT) $(STATE) $(if $(BOXMAKER_UPSTREAM),,--scripted-model) $(if $(filter 0,$(shell id -u)),--create-users)
+
+deps: ## what make test needs ($(TEST_NEEDS)): installed with apt-get as root, else the command that does
+	@sh scripts/deps.sh $(TEST_NEEDS)
+
+deps-run: ## what make run needs ($(RUN_NEEDS)), the same way
+	@sh scripts/deps.sh $(RUN_NEEDS)
 
 clean: ## remove bin/
 	rm -rf bin
