@@ -79,6 +79,15 @@ var allowedPrivilegedOps = map[string]allowedPrivilegedOp{
 	"roles/bxctl/up.go:writeUpState:os.WriteFile": {1, "root-only: run/up.json.tmp in run/, root's 0711"},
 	"roles/bxctl/up.go:writeUpState:os.Rename":    {1, "root-only: within run/, root's 0711"},
 
+	// up as root, when the role users cannot reach the binary or the home:
+	// the mount view (roles/internal/mountview), built on a thread of up in
+	// a mount namespace of its own, made private before anything is mounted.
+	"roles/internal/mountview/view.go:enter:unix.Open": {1, "reads only: an O_PATH descriptor of a bind source (the binary up runs, and the home " +
+		"and config directory rootOnlyPath checked)"},
+	"roles/internal/mountview/view.go:bindAt:unix.Mkdir": {2, "root-only: in the tmpfs this thread just mounted in its own namespace, which no " +
+		"process sees before the view is built"},
+	"roles/internal/mountview/view.go:bindAt:os.WriteFile": {1, "root-only: an empty mount point for the binary, in that tmpfs"},
+
 	// up as root: the roles' copies of their secrets (roles/bxctl/secrets.go),
 	// all in run/credentials, which only root writes.
 	"roles/bxctl/secrets.go:stageSecrets:os.Mkdir":               {1, "root-only: run/credentials in run/, root's 0711; then made root's 0711 through an O_NOFOLLOW descriptor"},

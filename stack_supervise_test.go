@@ -125,3 +125,25 @@ func (s *stack) waitStatus(want string, limit time.Duration) string {
 		}
 	}
 }
+
+// TestStackInAPrivateDirectory: as root, with the binary and the home in a
+// directory the role users cannot search (a clone under root's 0700 home),
+// up still runs every role under its own user, and a tool call works.
+// Before, up failed with "fork/exec ...: permission denied".
+func TestStackInAPrivateDirectory(t *testing.T) {
+	require.Root(t, "the role users exist only under up as root")
+	s := launchStack(t, "", nil, nil, func(home string) {
+		if err := os.Chmod(filepath.Dir(home), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if !strings.Contains(s.log.String(), "up: the role users cannot search "+filepath.Dir(s.home)) {
+		t.Errorf("up does not say why it made a view:\n%s", s.log)
+	}
+	if out := s.run("chat", "--message", "read note welcome.md"); !strings.Contains(out, "Welcome") {
+		t.Errorf("the tool call:\n%s", out)
+	}
+	if got := uidName(t, s.pidOf("brokerd")); got != "boxmaker-broker" {
+		t.Errorf("brokerd runs as %s", got)
+	}
+}

@@ -103,8 +103,14 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 	if err != nil {
 		return err
 	}
+	start, closeView, err := roleView(paths, exe, creds, log)
+	if err != nil {
+		return err
+	}
+	defer closeView()
 	daemons := daemonsFor(paths, upstream, creds, cfg.Gateway != nil)
 	opts := supervise.Options{
+		Start:      start,
 		Executable: exe, Daemons: daemons, Log: out, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
 		MaxRestarts: 5, Window: time.Minute, FailedRetry: cmd.Duration("failed-retry"),
 		OnChange:   func(st []supervise.Status) { writeUpState(paths, st) },
