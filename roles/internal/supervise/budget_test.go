@@ -1,6 +1,7 @@
 package supervise
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,5 +83,18 @@ func TestAFailedRoleComesBack(t *testing.T) {
 	back := waitState(t, states, "needy", StateRunning, &log)
 	if back.Reason != "" || back.PID == 0 {
 		t.Errorf("back, but %+v", back)
+	}
+}
+
+// TestFirstStartSaysWhy: when a role's first start fails, the error up
+// returns, which is all a terminal shows when the log is a file, carries
+// the role's last line.
+func TestFirstStartSaysWhy(t *testing.T) {
+	var log syncbuf.Buffer
+	d := daemon(t, "needy", "unwell")
+	d.Env = append(d.Env, "SUPERVISE_TEST_WELL="+filepath.Join(t.TempDir(), "absent"))
+	err := Run(context.Background(), options(&log, d), nil)
+	if err == nil || err.Error() != "needy did not start: exit status 4 (its last line: unwell: no space left on device)" {
+		t.Errorf("Run: %v", err)
 	}
 }

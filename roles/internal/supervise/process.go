@@ -30,8 +30,14 @@ func (s *supervisor) runOnce(ctx context.Context, d Daemon, onReady func(error))
 	s.setState(d, Status{State: StateStarting, PID: cmd.Process.Pid})
 	defer s.endRole(d) // before the next start: the role is stopped when all of it is
 	if err := s.awaitSockets(ctx, d, before, exited); err != nil {
-		onReady(fmt.Errorf("%s did not start: %w", d.Name, err))
 		stop(cmd, exited)
+		// The role's last line is most often why: it goes with the error,
+		// which is all the terminal shows when the log is a file.
+		if last := out.lastLine(); last != "" {
+			onReady(fmt.Errorf("%s did not start: %w (its last line: %s)", d.Name, err, last))
+		} else {
+			onReady(fmt.Errorf("%s did not start: %w", d.Name, err))
+		}
 		return out.lastLine(), err
 	}
 	s.logf("%s running, pid %d", d.Name, cmd.Process.Pid)
