@@ -2,6 +2,7 @@ package brokerd
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"boxmaker/policy"
@@ -34,5 +35,21 @@ func TestEveryEgressTargetIsConnected(t *testing.T) {
 	}
 	if hosts, err := egressHosts(wire.ConsultEndpoint, policy.Grant{}, job); err != nil || len(hosts) != 1 || hosts[0] != "api.example.test" {
 		t.Errorf("the consult endpoint gives hosts %v, %v", hosts, err)
+	}
+}
+
+// A tool without a subject rule of its own shows its canonical arguments,
+// clipped, so that the owner never approves a call shown as nothing.
+func TestArgumentsSubject(t *testing.T) {
+	args, err := wire.DecodeToolArgs("shell", "{ \"command\" : \"ls\\n\" }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := argumentsSubject(args), `{"command":"ls\n"} (18 bytes)`; got != want {
+		t.Errorf("argumentsSubject = %q, want %q", got, want)
+	}
+	long, _ := wire.DecodeToolArgs("consult", `{"prompt":"`+strings.Repeat("a", 300)+`"}`)
+	if got := argumentsSubject(long); !strings.HasSuffix(got, "… (313 bytes)") {
+		t.Errorf("a long call's subject is not clipped: %q", got)
 	}
 }
