@@ -37,12 +37,14 @@ var designTable = []struct {
 }
 
 // argsTypeOf is the argument type the design table gives tool.
-func argsTypeOf(tool string) reflect.Type {
+func argsTypeOf(t *testing.T, tool string) reflect.Type {
+	t.Helper()
 	for _, row := range designTable {
 		if row.name == tool {
 			return row.args
 		}
 	}
+	t.Fatalf("%s is in the catalog but not in designTable", tool)
 	return nil
 }
 
@@ -144,7 +146,7 @@ func TestSchemasNameExactlyTheMembers(t *testing.T) {
 			t.Errorf("%s: schema is not valid JSON of the expected shape: %v", tool.Name, err)
 			continue
 		}
-		members := jsonMembers(argsTypeOf(tool.Name))
+		members := jsonMembers(argsTypeOf(t, tool.Name))
 		var props []string
 		for name, p := range s.Properties {
 			props = append(props, name)
@@ -174,7 +176,7 @@ func jsonMembers(t reflect.Type) []string {
 
 func TestDecodeArgsGivesTheTypedValue(t *testing.T) {
 	for _, tool := range Tools() {
-		typ := argsTypeOf(tool.Name)
+		typ := argsTypeOf(t, tool.Name)
 		fields := map[string]string{}
 		for _, m := range jsonMembers(typ) {
 			fields[m] = "value of " + m
