@@ -85,7 +85,7 @@ func ParseCron(spec string) (Cron, error) {
 
 func macroError(text string) error {
 	if strings.EqualFold(text, "@reboot") {
-		return errors.New("@reboot names no time: a job runs on a schedule; set catch_up = true to run a missed run at start, or run it with `boxmaker jobs run`")
+		return fmt.Errorf("schedule %q: @reboot names no time; set catch_up = true to make up a run missed while boxmaker was down, or start one with `boxmaker jobs run`", text)
 	}
 	return fmt.Errorf("schedule %q: the shorthands are @yearly, @annually, @monthly, @weekly, @daily, @midnight and @hourly", text)
 }

@@ -61,7 +61,7 @@ func ParseGrant(file string, data []byte) (Grant, error) {
 	var f grantFile
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return Grant{}, &GrantError{File: file, Problems: append(probs, tomlProblems(err)...)}
+		return Grant{}, &GrantError{File: file, Problems: append(probs, tomlProblems(err, keyTypes)...)}
 	}
 	g, found := buildGrant(id, f)
 	if len(found) > 0 {
@@ -83,8 +83,9 @@ func checkID(id string) error {
 	return nil
 }
 
-// tomlProblems turns go-toml's errors into problems with lines.
-func tomlProblems(err error) []Problem {
+// tomlProblems turns go-toml's errors into problems with lines; types says
+// what each key of the file holds.
+func tomlProblems(err error, types map[string]string) []Problem {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var probs []Problem
@@ -101,7 +102,7 @@ func tomlProblems(err error) []Problem {
 	line, _ := de.Position()
 	msg := strings.TrimPrefix(de.Error(), "toml: ")
 	key := strings.Join(de.Key(), ".")
-	if want, ok := keyTypes[key]; ok && strings.HasPrefix(msg, "cannot decode") {
+	if want, ok := types[key]; ok && strings.HasPrefix(msg, "cannot decode") {
 		return []Problem{{Line: line, Reason: fmt.Sprintf("%s must be %s", key, want)}}
 	}
 	// The line is in the reason, where `grants check` readers look for it.
