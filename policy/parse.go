@@ -27,6 +27,7 @@ type grantFile struct {
 	Secret      *string          `toml:"secret"`
 	Constraints *constraintsFile `toml:"constraints"`
 	Examples    []exampleFile    `toml:"examples"`
+	Jobs        *[]string        `toml:"jobs"`
 }
 
 type constraintsFile struct {
@@ -47,6 +48,7 @@ var keyTypes = map[string]string{
 	"constraints.paths": "an array of strings", "constraints.hosts": "an array of strings",
 	"constraints.patterns": "an array of strings", "examples": "an array of tables ([[examples]])",
 	"examples.arguments": "a string", "examples.matches": "true or false",
+	"jobs": "an array of job ids",
 }
 
 // ParseGrant parses and checks one grant file. file is its name or path:
@@ -183,6 +185,10 @@ func (g *Grant) setOptional(f grantFile, c *collector) {
 	if f.Secret != nil {
 		g.secret = *f.Secret
 		c.add("secret", checkSecretName(g.secret))
+	}
+	if f.Jobs != nil {
+		g.jobs, err = parseGrantJobs(*f.Jobs)
+		c.add("jobs", err)
 	}
 }
 
