@@ -230,7 +230,7 @@ func (c Cron) nextWall(w, limit time.Time) (time.Time, bool) {
 		case !c.matchesDay(w):
 			w = time.Date(w.Year(), w.Month(), w.Day()+1, 0, 0, 0, 0, time.UTC)
 		case !has(c.hour, w.Hour()):
-			w = w.Truncate(time.Hour).Add(time.Hour)
+			w = time.Date(w.Year(), w.Month(), w.Day(), w.Hour()+1, 0, 0, 0, time.UTC)
 		case !has(c.minute, w.Minute()):
 			w = w.Add(time.Minute)
 		default:

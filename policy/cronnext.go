@@ -37,7 +37,7 @@ func (c Cron) Next(after time.Time, loc *time.Location) time.Time {
 	// wall time that can happen after `after` is `after` plus the smallest
 	// offset around it. Wall times are minutes whose fields are read in UTC.
 	minOff, _ := offsetRange(zonePeriods(loc, after))
-	w := after.UTC().Add(minOff).Truncate(time.Minute)
+	w := wallMinute(after.Add(minOff))
 	limit := w.AddDate(searchYears, 0, 0)
 	var best time.Time
 	for {
@@ -58,6 +58,12 @@ func (c Cron) Next(after time.Time, loc *time.Location) time.Time {
 		}
 		w = w.Add(time.Minute)
 	}
+}
+
+// wallMinute is the minute t falls in, read in UTC, as a wall time.
+func wallMinute(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day(), t.Hour(), t.Minute(), 0, 0, time.UTC)
 }
 
 // instants returns the instants at which c runs for the wall time w.
