@@ -3,6 +3,7 @@ package policy
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Each spec parses to the sets crontab(5) says it names.
@@ -102,19 +103,30 @@ func TestParseCronErrors(t *testing.T) {
 	}
 }
 
-// ParseCron never panics, and whatever it accepts has a next run.
+// ParseCron never panics, and whatever it accepts has next runs that rise,
+// across Berlin's daylight-saving changes too.
 func FuzzParseCron(f *testing.F) {
-	for _, s := range []string{"* * * * *", "0 7 * * 1-5", "*/15 9-17 * jan-mar sun", "@weekly", "0 0 29 2 *", "1-5/2,7 */3 1,15 * 7"} {
+	for _, s := range []string{"* * * * *", "0 7 * * 1-5", "*/15 9-17 * jan-mar sun", "@weekly", "0 0 29 2 *", "1-5/2,7 */3 1,15 * 7", "30 2 * * *"} {
 		f.Add(s)
+	}
+	berlin, err := time.LoadLocation("Europe/Berlin")
+	if err != nil {
+		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, spec string) {
 		c, err := ParseCron(spec)
 		if err != nil {
 			return
 		}
-		from := mustTime(t, "2026-12-01T00:00:00Z")
-		if next := c.Next(from, from.Location()); !next.After(from) {
-			t.Fatalf("%q: Next(%s) = %s", spec, from, next)
+		for _, from := range []string{"2026-03-29T00:30:00Z", "2026-10-25T00:30:00Z"} {
+			at := mustTime(t, from)
+			for range 3 {
+				next := c.Next(at, berlin)
+				if !next.After(at) {
+					t.Fatalf("%q: Next(%s) = %s", spec, at, next)
+				}
+				at = next
+			}
 		}
 	})
 }
