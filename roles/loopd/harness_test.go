@@ -125,6 +125,7 @@ type env struct {
 	infer  *http.Server
 	logs   *syncbuf.Buffer // brokerd's and loopd's
 	stop   func()          // stops loopd
+	open   int             // Options.OpenSessions
 }
 
 // envOptions shape an env; the zero value is a plain one.
@@ -136,6 +137,7 @@ type envOptions struct {
 	grants  map[string]string // id -> grant file
 	wrap    func(http.Handler) http.Handler
 	noInfer bool // leave infer.sock unserved
+	open    int  // sessions kept open; 0: the default
 }
 
 const (
@@ -148,7 +150,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	_, err := sandbox.Check(context.Background(), "/usr/bin/bwrap")
 	require.Bwrap(t, err)
-	e := &env{t: t, home: t.TempDir(), logs: &syncbuf.Buffer{}}
+	e := &env{t: t, home: t.TempDir(), logs: &syncbuf.Buffer{}, open: o.open}
 	e.write("etc/config.toml", o.config)
 	e.write("memory/core.md", coreText)
 	e.write("memory/notes/todo.md", "buy milk\n")
@@ -228,7 +230,7 @@ func (e *env) startLoopd() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0)})
+		done <- Run(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0), OpenSessions: e.open})
 	}()
 	var once sync.Once
 	e.stop = func() {

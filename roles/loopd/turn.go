@@ -28,7 +28,15 @@ func (l *loopd) chat(ctx context.Context, m wire.ChatSend, ev *events) (turnResu
 	if err := ss.acquire(ctx); err != nil {
 		return turnResult{}, err
 	}
-	defer ss.release()
+	res, err := l.turnIn(ctx, ss, m, ev)
+	l.store.used(ss)
+	ss.release()
+	l.store.closeIdle()
+	return res, err
+}
+
+// turnIn runs the turn in ss, whose token the caller holds.
+func (l *loopd) turnIn(ctx context.Context, ss *session, m wire.ChatSend, ev *events) (turnResult, error) {
 	ev.send(wire.SessionEvent{Session: ss.id})
 	st, err := l.ready(ctx, ss)
 	if err == nil {
