@@ -126,6 +126,7 @@ type env struct {
 	logs   *syncbuf.Buffer // brokerd's and loopd's
 	stop   func()          // stops loopd
 	open   int             // Options.OpenSessions
+	broker *exec.Cmd       // brokerd as startBroker started it
 }
 
 // envOptions shape an env; the zero value is a plain one.
@@ -201,15 +202,26 @@ func (e *env) socket(client, listener string) string {
 // startBroker runs the real brokerd and waits for loopd's socket to it.
 func (e *env) startBroker() {
 	e.t.Helper()
-	proc := exec.Command(boxmakerBinary(e.t), "--home", e.home)
+	proc, err := e.launchBroker(boxmakerBinary(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.broker = proc
+	e.waitFor(e.socket("loopd", "brokerd"), "brokerd")
+}
+
+// launchBroker starts brokerd from bin without waiting for it; any
+// goroutine may call it.
+func (e *env) launchBroker(bin string) (*exec.Cmd, error) {
+	proc := exec.Command(bin, "--home", e.home)
 	proc.Args[0] = "brokerd"
 	proc.Stdout, proc.Stderr = e.logs, e.logs
 	proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := proc.Start(); err != nil {
-		e.t.Fatal(err)
+		return nil, err
 	}
 	e.t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	e.waitFor(e.socket("loopd", "brokerd"), "brokerd")
+	return proc, nil
 }
 
 // serveInfer answers HTTP on infer.sock, where inferproxy listens.
