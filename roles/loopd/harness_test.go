@@ -255,6 +255,7 @@ func (e *env) startLoopd() {
 	}
 	e.t.Cleanup(e.stop)
 	e.waitFor(e.socket("bxctl", "loopd"), "loopd")
+	e.waitFor(e.socket("gatewayd", "loopd"), "loopd")
 }
 
 func (e *env) restartLoopd() {
@@ -308,7 +309,13 @@ func (o turnOut) calls() []wire.CallID {
 // the turn; onEvent, if set, sees each event as it arrives.
 func (e *env) chat(session, content string, onEvent func(wire.ChatEvent)) turnOut {
 	e.t.Helper()
-	c, err := sock.Dial(e.socket("bxctl", "loopd"))
+	return e.chatVia("bxctl", session, content, onEvent)
+}
+
+// chatVia is chat through client's socket to loopd.
+func (e *env) chatVia(client, session, content string, onEvent func(wire.ChatEvent)) turnOut {
+	e.t.Helper()
+	c, err := sock.Dial(e.socket(client, "loopd"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -340,7 +347,13 @@ func (e *env) chat(session, content string, onEvent func(wire.ChatEvent)) turnOu
 // mustChat is chat that fails the test on an error.
 func (e *env) mustChat(session, content string) turnOut {
 	e.t.Helper()
-	out := e.chat(session, content, nil)
+	return e.mustChatVia("bxctl", session, content)
+}
+
+// mustChatVia is chatVia that fails the test on an error.
+func (e *env) mustChatVia(client, session, content string) turnOut {
+	e.t.Helper()
+	out := e.chatVia(client, session, content, nil)
 	if out.err != nil {
 		e.t.Fatalf("chat %q: %v\n%s", content, out.err, e.logs)
 	}

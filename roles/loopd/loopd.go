@@ -136,7 +136,7 @@ func (l *loopd) listen(pair roles.Pair) (*sock.Server, *net.UnixListener, error)
 		Name:      fmt.Sprintf("loopd (%s)", filepath.Base(filepath.Dir(path))),
 		Accepts:   channelKinds,
 		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
-		Handle:    l.handle,
+		Handle:    l.handlerFor(pair.Client),
 		Log:       l.log,
 	}, ln, nil
 }

@@ -94,16 +94,20 @@ func (s *store) entry(id wire.SessionID) *session {
 	return ss
 }
 
-// resolve finds the session a chat_send names, or a fresh name for null.
-func (s *store) resolve(name *wire.SessionID) (*session, error) {
+// resolve finds the session a chat_send names, or a fresh name for null. A
+// name no session has yet is started only when names allows it.
+func (s *store) resolve(name *wire.SessionID, names bool) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if name != nil {
-		ss := s.entry(*name)
-		if ss.damaged != nil {
+		ss, known := s.byID[name.String()]
+		switch {
+		case known && ss.damaged != nil:
 			return nil, clientError{fmt.Sprintf("session %s is not resumed: its log is damaged: %v", name, ss.damaged)}
+		case !names && (!known || ss.info.Epoch == 0):
+			return nil, noSession(*name)
 		}
-		return ss, nil
+		return s.entry(*name), nil
 	}
 	for {
 		id, err := s.newID()
@@ -203,6 +207,11 @@ func (s *store) closeAll() {
 			ss.state = nil
 		}
 	}
+}
+
+// noSession answers a name no session has, saying where the names are.
+func noSession(id wire.SessionID) clientError {
+	return clientError{fmt.Sprintf("no session named %s (`boxmaker sessions` lists them)", id)}
 }
 
 // clientError is a request loopd will not carry out as asked; it is
