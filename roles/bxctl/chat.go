@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
-	"strings"
 	"time"
 
 	"boxmaker/roles"
@@ -15,7 +12,6 @@ import (
 	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
-	"golang.org/x/term"
 )
 
 func chatCommand() *cli.Command {
@@ -64,24 +60,29 @@ func chat(ctx context.Context, cmd *cli.Command) error {
 		}
 		c.session = &id
 	}
+	// The message is read and checked first: a bad one needs no loopd.
+	msg, oneShot := cmd.String("message"), cmd.IsSet("message")
+	tty, isTTY := terminalOf(cmd.Root().Reader)
+	if !oneShot && !isTTY {
+		if msg, err = readMessage(cmd.Root().Reader); err != nil {
+			return err
+		}
+		oneShot = true
+	}
+	if oneShot {
+		if err := checkMessage(msg); err != nil {
+			return err
+		}
+	}
 	if c.loop, err = waitForLoopd(ctx, paths, cmd.Duration("wait")); err != nil {
 		return err
 	}
 	defer c.loop.Close()
-	msg, oneShot := cmd.String("message"), cmd.IsSet("message")
-	stdin, isTTY := os.Stdin, term.IsTerminal(int(os.Stdin.Fd()))
-	if !oneShot && !isTTY {
-		data, err := io.ReadAll(io.LimitReader(stdin, wire.MaxFrame/2))
-		if err != nil {
-			return err
-		}
-		msg, oneShot = strings.TrimSpace(string(data)), true
-	}
 	if oneShot {
 		c.view = plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter}
 		return c.turn(ctx, msg)
 	}
-	return c.interactive(ctx)
+	return c.interactive(ctx, tty)
 }
 
 func dialLoopd(paths config.Paths) (*sock.Client, error) {
@@ -112,8 +113,8 @@ func waitForLoopd(ctx context.Context, paths config.Paths, wait time.Duration) (
 
 // turn sends one message and shows the turn until chat_done.
 func (c *chatter) turn(ctx context.Context, content string) error {
-	if strings.TrimSpace(content) == "" {
-		return usagef("chat: the message is empty")
+	if err := checkMessage(content); err != nil {
+		return err
 	}
 	final, err := c.loop.Call(ctx, wire.ChatSend{Session: c.session, Content: content}, func(m wire.Message) error {
 		return c.event(ctx, m)

@@ -159,14 +159,14 @@ func flushInput(fd int) {
 
 // interactive reads lines with editing and history until Ctrl-D or /quit.
 // Ctrl-C drops the line being typed; the chat goes on.
-func (c *chatter) interactive(ctx context.Context) error {
-	fd := int(os.Stdin.Fd())
+func (c *chatter) interactive(ctx context.Context, tty *os.File) error {
+	fd := int(tty.Fd())
 	state, err := term.MakeRaw(fd)
 	if err != nil {
 		return err
 	}
 	defer term.Restore(fd, state)
-	keys := newKeyReader(os.Stdin)
+	keys := newKeyReader(tty)
 	t := term.NewTerminal(struct {
 		io.Reader
 		io.Writer
