@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"boxmaker/roles"
@@ -33,6 +34,8 @@ type chatter struct {
 	session *wire.SessionID
 	loop    *sock.Client
 	view    view
+	tools   map[wire.CallID]string // the tool of each call in this turn
+	unmet   []string               // this turn's calls that were denied or failed
 }
 
 // view is where a turn is shown: a terminal, or stdout and stderr.
@@ -80,7 +83,10 @@ func chat(ctx context.Context, cmd *cli.Command) error {
 	defer c.loop.Close()
 	if oneShot {
 		c.view = plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter}
-		return c.turn(ctx, msg)
+		if err := c.turn(ctx, msg); err != nil {
+			return err
+		}
+		return c.unmetError()
 	}
 	return c.interactive(ctx, tty)
 }
@@ -116,11 +122,12 @@ func (c *chatter) turn(ctx context.Context, content string) error {
 	if err := checkMessage(content); err != nil {
 		return err
 	}
+	c.tools, c.unmet = map[wire.CallID]string{}, nil
 	final, err := c.loop.Call(ctx, wire.ChatSend{Session: c.session, Content: content}, func(m wire.Message) error {
 		return c.event(ctx, m)
 	})
 	if err != nil {
-		return fmt.Errorf("chat: %w", err)
+		return fmt.Errorf("chat: %w", loopdSaid(err))
 	}
 	done, ok := final.(wire.ChatDone)
 	if !ok {
@@ -141,13 +148,38 @@ func (c *chatter) event(ctx context.Context, m wire.Message) error {
 	case wire.Reasoning:
 		c.view.reasoning(e.Text)
 	case wire.ToolCallEvent:
+		c.tools[e.Call] = e.Tool
 		c.view.activity(fmt.Sprintf("call %d: %s %s", e.Call, e.Tool, e.Arguments))
 	case wire.ToolResultEvent:
+		if e.Outcome != "result" {
+			c.unmet = append(c.unmet, fmt.Sprintf("call %d (%s) %s: %s", e.Call, c.tools[e.Call], e.Outcome, e.Detail))
+		}
 		c.view.activity(fmt.Sprintf("call %d: %s: %s", e.Call, e.Outcome, e.Detail))
 	case wire.ApprovalPendingEvent:
 		return c.approval(ctx, e)
 	}
 	return nil
+}
+
+// unmetError fails a turn whose reply came but not every call it made
+// ran: the owner (or a script) asked for something that did not happen,
+// and the status says so (DESIGN.md section 2: a denied or failed turn is 1).
+func (c *chatter) unmetError() error {
+	if len(c.unmet) == 0 {
+		return nil
+	}
+	return fmt.Errorf("chat: the turn ended, but not every tool call ran: %s", strings.Join(c.unmet, "; "))
+}
+
+// loopdSaid is an error loopd answered, as the owner should read it: a
+// request loopd refused (bad_message) says why in its detail, and the code
+// would add only jargon.
+func loopdSaid(err error) error {
+	var we wire.WireError
+	if errors.As(err, &we) && we.Code == wire.BadMessage && we.Detail != "" {
+		return errors.New(we.Detail)
+	}
+	return err
 }
 
 // approval shows a pending approval as brokerd describes it, never as loopd

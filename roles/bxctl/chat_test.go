@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"boxmaker/roles"
+	"boxmaker/wire"
 )
 
 // runWith is run with stdin as the command's standard input.
@@ -43,5 +44,57 @@ func TestChatRefusesWhatItCannotSend(t *testing.T) {
 	code, _, errOut := runWith(t, strings.NewReader(strings.Repeat("a", maxMessage)), "chat", "--home", home)
 	if code != 1 || !strings.Contains(errOut, "loopd is not answering") {
 		t.Errorf("a message of exactly the limit: status %d %q; want it sent (and loopd not found)", code, errOut)
+	}
+}
+
+// oneTurn answers a chat_send with one call whose outcome the message
+// names ("result", "denied" or "failed"), then the reply.
+func oneTurn(m wire.Message) []wire.Message {
+	send, ok := m.(wire.ChatSend)
+	if !ok {
+		return []wire.Message{wire.WireError{Code: wire.BadMessage, Detail: "unexpected"}}
+	}
+	s, _ := wire.ParseSessionID("chat-1")
+	return []wire.Message{
+		wire.SessionEvent{Session: s},
+		wire.ToolCallEvent{Call: 1, Tool: "notes_read", Arguments: `{"path":"notes/x.md"}`},
+		wire.ToolResultEvent{Call: 1, Outcome: send.Content, Detail: "why: " + send.Content},
+		wire.ChatDone{Session: s, Content: "the reply"},
+	}
+}
+
+// TestChatStatusSaysWhetherCallsRan: a one-shot chat whose call was denied
+// or failed prints the reply and exits 1 naming the call; one whose calls
+// ran exits 0 (DESIGN.md section 2).
+func TestChatStatusSaysWhetherCallsRan(t *testing.T) {
+	home := t.TempDir()
+	startFakeLoopd(t, home, oneTurn)
+	for outcome, want := range map[string]int{"result": 0, "denied": 1, "failed": 1} {
+		code, out, errOut := runWith(t, nil, "chat", "--home", home, "--message", outcome)
+		if code != want || out != "the reply\n" {
+			t.Errorf("%s: status %d, stdout %q; want %d and the reply", outcome, code, out, want)
+		}
+		if summary := "not every tool call ran: call 1 (notes_read) " + outcome + ": why: " + outcome; want == 1 && !strings.Contains(errOut, summary) {
+			t.Errorf("%s: stderr %q does not say %q", outcome, errOut, summary)
+		}
+	}
+}
+
+// TestUnknownSessionIsNamed: loopd's refusal of a name no session has
+// reaches the owner as it says it, without the wire's error code.
+func TestUnknownSessionIsNamed(t *testing.T) {
+	home := t.TempDir()
+	says := "no session named chat-typo (`boxmaker sessions` lists them)"
+	startFakeLoopd(t, home, func(wire.Message) []wire.Message {
+		return []wire.Message{wire.WireError{Code: wire.BadMessage, Detail: says}}
+	})
+	for _, args := range [][]string{
+		{"chat", "--home", home, "--session", "chat-typo", "--message", "hello"},
+		{"sessions", "--home", home, "show", "chat-typo"},
+	} {
+		code, _, errOut := runWith(t, nil, args...)
+		if code != 1 || !strings.Contains(errOut, ": "+says+"\n") || strings.Contains(errOut, "bad_message") {
+			t.Errorf("%q: status %d, stderr %q; want 1 saying %q", args, code, errOut, says)
+		}
 	}
 }
