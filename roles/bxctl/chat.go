@@ -32,6 +32,7 @@ func chatCommand() *cli.Command {
 type chatter struct {
 	paths   config.Paths
 	session *wire.SessionID
+	shown   wire.SessionID // the session last named on screen
 	loop    *sock.Client
 	view    view
 	tools   map[wire.CallID]string // the tool of each call in this turn
@@ -142,7 +143,10 @@ func (c *chatter) event(ctx context.Context, m wire.Message) error {
 	switch e := m.(type) {
 	case wire.SessionEvent:
 		c.session = &e.Session
-		c.view.activity("session " + e.Session.String())
+		if e.Session != c.shown { // named once, and again only if it changes
+			c.shown = e.Session
+			c.view.activity("session " + e.Session.String())
+		}
 	case wire.Delta:
 		c.view.delta(e.Text)
 	case wire.Reasoning:

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+
+	"boxmaker/fixtures/require"
+)
+
+// The interactive chat against the scripted model, in a real terminal
+// (tmux), as a newcomer meets it after `make run`.
+
+// chatPane starts `boxmaker chat` for the stack in a tmux pane; a line
+// "[chat ended]" follows when chat exits.
+func chatPane(t *testing.T, s *stack) tmuxPane {
+	t.Helper()
+	require.Tool(t, "tmux", "tmux")
+	p := tmuxPane{t: t, server: fmt.Sprintf("boxmaker-chat-%d", os.Getpid())}
+	p.tmux("-f", "/dev/null", "new-session", "-d", "-s", "chat", "-x", "200", "-y", "50",
+		"sh -c '"+s.bin+" chat --home "+s.home+"; echo \"[chat ended]\"; sleep 600'")
+	t.Cleanup(func() { exec.Command("tmux", "-L", p.server, "kill-server").Run() })
+	return p
+}
+
+// scrollback is everything the pane showed.
+func (p tmuxPane) scrollback() string {
+	return p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat")
+}
+
+func has(re string) func(string) bool {
+	return regexp.MustCompile(re).MatchString
+}
+
+// TestStackChatInATerminal: the banner names the scripted model; a tool
+// call's line stands on its own line after the dimmed reasoning; the
+// session is named once however many turns it has; Ctrl-D leaves the shell
+// a fresh line.
+func TestStackChatInATerminal(t *testing.T) {
+	s := startStack(t, nil)
+	p := chatPane(t, s)
+	p.waitFor("the banner", has(`SCRIPTED MODEL \(fixed replies, not a language model\)`), s)
+	p.waitFor("the prompt", has(`(?m)^you> $`), s)
+	p.tmux("send-keys", "-t", "chat", "read note welcome.md", "Enter")
+	p.waitFor("the call on a line of its own", has(`(?m)^\(scripted model\) The owner wrote "read note".*notes/welcome\.md\.\n· call 1: notes_read `), s)
+	p.waitFor("the result and the next prompt", has(`(?sm)This is a note in memory/notes.*^you> $`), s)
+	p.tmux("send-keys", "-t", "chat", "hello", "Enter")
+	p.waitFor("the second reply", has(`(?sm)Hello! I am boxmaker.s scripted model.*^you> $`), s)
+	if n := strings.Count(p.scrollback(), "· session "); n != 1 {
+		t.Errorf("the session was named %d times in two turns:\n%s", n, p.scrollback())
+	}
+	p.tmux("send-keys", "-t", "chat", "C-d")
+	p.waitFor("chat's end on a line of its own", has(`(?m)^\[chat ended\]`), s)
+}
