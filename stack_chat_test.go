@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"boxmaker/fixtures/require"
@@ -54,4 +55,29 @@ func TestStackChatInATerminal(t *testing.T) {
 	}
 	p.tmux("send-keys", "-t", "chat", "C-d")
 	p.waitFor("chat's end on a line of its own", has(`(?m)^\[chat ended\]`), s)
+}
+
+// TestStackChatReconnects: loopd is killed and restarted between two
+// messages; the next message reconnects, says so, and the session goes on.
+func TestStackChatReconnects(t *testing.T) {
+	s := startStack(t, nil)
+	p := chatPane(t, s)
+	p.waitFor("the prompt", has(`(?m)^you> $`), s)
+	p.tmux("send-keys", "-t", "chat", "hello", "Enter")
+	p.waitFor("the first reply", has(`(?sm)Hello! I am boxmaker's scripted model.*^you> $`), s)
+	session := regexp.MustCompile(`· session (chat-[a-z0-9-]+)`).FindStringSubmatch(p.scrollback())
+	if session == nil {
+		t.Fatalf("no session named:\n%s", p.scrollback())
+	}
+	pid := s.pidOf("loopd")
+	syscall.Kill(pid, syscall.SIGKILL)
+	p.tmux("send-keys", "-t", "chat", "hello again", "Enter")
+	p.waitFor("the reconnection", has(`reconnected to loopd; session `+session[1]+` goes on`), s)
+	p.waitFor("the second reply", has(`(?sm)reconnected to loopd.*Hello! I am boxmaker's scripted model.*^you> $`), s)
+	if shown := s.run("sessions", "show", session[1]); strings.Count(shown, "you: hello") != 2 {
+		t.Errorf("the session does not hold both messages once:\n%s", shown)
+	}
+	if p := s.pidOf("loopd"); p == pid || p == 0 {
+		t.Errorf("loopd's pid is %d, was %d", p, pid)
+	}
 }

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
-	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -81,7 +79,7 @@ func chat(ctx context.Context, cmd *cli.Command) error {
 	if c.loop, err = waitForLoopd(ctx, paths, cmd.Duration("wait")); err != nil {
 		return err
 	}
-	defer c.loop.Close()
+	defer func() { c.loop.Close() }() // the connection may be replaced (reconnect)
 	if oneShot {
 		c.view = plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter}
 		if err := c.turn(ctx, msg); err != nil {
@@ -92,41 +90,13 @@ func chat(ctx context.Context, cmd *cli.Command) error {
 	return c.interactive(ctx, tty)
 }
 
-func dialLoopd(paths config.Paths) (*sock.Client, error) {
-	pair, _ := roles.PairOf("bxctl", "loopd")
-	path := paths.Join("run", pair.Dir(), pair.Socket)
-	c, err := sock.Dial(path)
-	if err != nil {
-		return nil, fmt.Errorf("loopd is not answering at %s (start boxmaker with: boxmaker up --home %s): %w", path, paths.Home, err)
-	}
-	return c, nil
-}
-
-// waitForLoopd dials loopd, trying again for up to wait.
-func waitForLoopd(ctx context.Context, paths config.Paths, wait time.Duration) (*sock.Client, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		c, err := dialLoopd(paths)
-		if err == nil || time.Now().After(deadline) {
-			return c, err
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
-}
-
 // turn sends one message and shows the turn until chat_done.
 func (c *chatter) turn(ctx context.Context, content string) error {
 	if err := checkMessage(content); err != nil {
 		return err
 	}
 	c.tools, c.unmet = map[wire.CallID]string{}, nil
-	final, err := c.loop.Call(ctx, wire.ChatSend{Session: c.session, Content: content}, func(m wire.Message) error {
-		return c.event(ctx, m)
-	})
+	final, err := c.send(ctx, content)
 	if err != nil {
 		return fmt.Errorf("chat: %w", loopdSaid(err))
 	}

@@ -98,3 +98,41 @@ func TestUnknownSessionIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestChatReconnects: a connection loopd closed before the turn (loopd
+// restarted since chat dialled) is dialled again, said so, and the message
+// sent once, on the new connection.
+func TestChatReconnects(t *testing.T) {
+	home := t.TempDir()
+	f := startFakeLoopd(t, home, oneTurn)
+	f.dropNext(1)
+	code, out, errOut := runWith(t, nil, "chat", "--home", home, "--message", "result")
+	if code != 0 || out != "the reply\n" {
+		t.Fatalf("status %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	for _, says := range []string{"the connection to loopd broke (", "); reconnecting for up to 30s\n", "reconnected to loopd\n"} {
+		if !strings.Contains(errOut, says) {
+			t.Errorf("stderr does not say %q:\n%s", says, errOut)
+		}
+	}
+	if n := len(f.requests()); n != 1 {
+		t.Errorf("loopd was sent %d messages, want 1", n)
+	}
+}
+
+// TestChatCutMidTurnIsNotResent: a connection that breaks once the turn
+// has begun is reported, and the message is not sent a second time.
+func TestChatCutMidTurnIsNotResent(t *testing.T) {
+	home := t.TempDir()
+	f := startFakeLoopd(t, home, func(wire.Message) []wire.Message {
+		s, _ := wire.ParseSessionID("chat-1")
+		return []wire.Message{wire.SessionEvent{Session: s}, nil}
+	})
+	code, _, errOut := runWith(t, nil, "chat", "--home", home, "--message", "hello")
+	if code != 1 || !strings.Contains(errOut, "broke during the turn") || !strings.Contains(errOut, "session chat-1 goes on") {
+		t.Errorf("status %d, stderr %q", code, errOut)
+	}
+	if n := len(f.requests()); n != 1 {
+		t.Errorf("loopd was sent %d messages, want 1", n)
+	}
+}

@@ -13,8 +13,9 @@ import (
 
 // fakeLoopd answers loop.sock in a home as loopd would, from a script:
 // each request is answered with the messages answer gives, the last one
-// final. It speaks the wire by hand, so that what the client sees is just
-// frames.
+// final; a nil last message instead closes the connection after the others,
+// as a loopd that died mid-turn. It speaks the wire by hand, so that what
+// the client sees is just frames.
 type fakeLoopd struct {
 	t      *testing.T
 	path   string
@@ -23,6 +24,8 @@ type fakeLoopd struct {
 	mu    sync.Mutex
 	ln    *net.UnixListener
 	conns []net.Conn
+	seen  []wire.Message
+	drop  int // connections still to close unread, as a loopd that restarted
 }
 
 func startFakeLoopd(t *testing.T, home string, answer func(wire.Message) []wire.Message) *fakeLoopd {
@@ -69,7 +72,13 @@ func (f *fakeLoopd) accept(ln *net.UnixListener) {
 		}
 		f.mu.Lock()
 		f.conns = append(f.conns, c)
+		drop := f.drop > 0
+		f.drop--
 		f.mu.Unlock()
+		if drop {
+			c.Close()
+			continue
+		}
 		go f.serve(c)
 	}
 }
@@ -81,11 +90,32 @@ func (f *fakeLoopd) serve(c net.Conn) {
 		if err != nil {
 			return
 		}
+		f.mu.Lock()
+		f.seen = append(f.seen, req.Msg)
+		f.mu.Unlock()
 		msgs := f.answer(req.Msg)
 		for i, m := range msgs {
+			if m == nil {
+				c.Close()
+				return
+			}
 			if err := wire.WriteEnvelope(c, wire.Envelope{ID: req.ID, Final: i == len(msgs)-1, Msg: m}); err != nil {
 				return
 			}
 		}
 	}
+}
+
+// requests are the messages the fake was sent, in order.
+func (f *fakeLoopd) requests() []wire.Message {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]wire.Message(nil), f.seen...)
+}
+
+// dropNext makes the fake close the next n connections unread.
+func (f *fakeLoopd) dropNext(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.drop = n
 }
