@@ -81,3 +81,18 @@ func TestStackChatReconnects(t *testing.T) {
 		t.Errorf("loopd's pid is %d, was %d", p, pid)
 	}
 }
+
+// TestStackScriptedSuggestionWorks: the note the scripted model suggests
+// reading exists in a fresh home, so trying it works offline.
+func TestStackScriptedSuggestionWorks(t *testing.T) {
+	s := startStack(t, nil)
+	hello := s.run("chat", "--message", "hello")
+	suggested := regexp.MustCompile(`"(read note [^"]+)"`).FindStringSubmatch(hello)
+	if suggested == nil {
+		t.Fatalf("the scripted model suggests no note:\n%s", hello)
+	}
+	out := s.run("chat", "--message", suggested[1])
+	if !strings.Contains(out, "call 1: result: ") || !strings.Contains(out, "The tool answered.") {
+		t.Errorf("%q did not read a note:\n%s", suggested[1], out)
+	}
+}
