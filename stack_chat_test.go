@@ -4,10 +4,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"boxmaker/fixtures/require"
 )
@@ -94,5 +96,22 @@ func TestStackScriptedSuggestionWorks(t *testing.T) {
 	out := s.run("chat", "--message", suggested[1])
 	if !strings.Contains(out, "call 1: result: ") || !strings.Contains(out, "The tool answered.") {
 		t.Errorf("%q did not read a note:\n%s", suggested[1], out)
+	}
+}
+
+// TestStackFetchOfflineSaysWhy: a fetch whose host cannot be reached fails
+// soon, and the chat says egressd's reason (here the name does not
+// resolve: .invalid never does), not a bare status.
+func TestStackFetchOfflineSaysWhy(t *testing.T) {
+	s := startStack(t, map[string]string{
+		"fetch-invalid": "tool = \"http_fetch\"\nmode = \"auto\"\nmax_taint = \"private\"\nresult_class = \"public\"\n[constraints]\nhosts = [\"nowhere.invalid\"]\n",
+	}, func(home string) { os.Remove(filepath.Join(home, "etc", "grants", "fetch-public.toml")) })
+	start := time.Now()
+	out, err := s.try("chat", "--message", "fetch https://nowhere.invalid/")
+	if err == nil || !strings.Contains(out, "call 1: failed: http_fetch: egressd: could not resolve nowhere.invalid: ") {
+		t.Errorf("chat: %v\n%s\nup's log:\n%s", err, out, s.log)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("the failure took %s to reach the chat", took)
 	}
 }

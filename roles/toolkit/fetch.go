@@ -39,7 +39,7 @@ func (t *tools) httpFetch(a wire.HTTPFetchArgs) toolrun.Output {
 		return failed("http_fetch", "%v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed("http_fetch", "status %d", resp.StatusCode)
+		return failed("http_fetch", "%s", statusReason(resp, body))
 	}
 	text, err := pageText(resp.Header.Get("Content-Type"), body, u)
 	if err != nil {
@@ -153,7 +153,7 @@ func (t *tools) consult(a wire.ConsultArgs) toolrun.Output {
 		return failed("consult", "%v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed("consult", "status %d", resp.StatusCode)
+		return failed("consult", "%s", statusReason(resp, body))
 	}
 	var answer chatResponse
 	if err := json.Unmarshal(body, &answer); err != nil {
