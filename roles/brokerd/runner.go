@@ -108,7 +108,10 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 		o.ran, o.secrets, o.read = true, nonEmpty(secret), notes.read
 		return o, nil
 	case err != nil:
-		return outcome{}, err
+		// The sandbox never started (a mount it cannot take, bwrap not
+		// there): nothing ran, and the reason is what the owner needs.
+		r.log.Printf("%s: not run: %v", d.Tool(), err)
+		return failedOutcome("%s: not run: the sandbox cannot be set up: %v", d.Tool(), err), nil
 	}
 	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: notes.read}, nil
 }

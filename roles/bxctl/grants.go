@@ -158,7 +158,13 @@ func explainRequest(cmd *cli.Command) (policy.Request, error) {
 	if err != nil {
 		return policy.Request{}, usagef("--at: %v", err)
 	}
-	return policy.Request{Tool: cmd.Args().Get(0), Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
+	tool := cmd.Args().Get(0)
+	if _, ok := wire.ToolByName(tool); !ok {
+		// brokerd would deny it (no_grant), but a name that is no tool is
+		// a mistake on this line, not a decision worth explaining.
+		return policy.Request{}, fmt.Errorf("grants explain: no tool named %q; the tools are %s", tool, strings.Join(wire.ToolNames(), ", "))
+	}
+	return policy.Request{Tool: tool, Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
 }
 
 // parseAt reads --at: the wire's own form, or any RFC 3339 time.

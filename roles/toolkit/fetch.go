@@ -41,7 +41,7 @@ func (t *tools) httpFetch(_ context.Context, a wire.HTTPFetchArgs) toolrun.Outpu
 		return failed("http_fetch", "%v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed("http_fetch", "status %d", resp.StatusCode)
+		return failed("http_fetch", "%s", statusReason(resp, body))
 	}
 	text, err := pageText(resp.Header.Get("Content-Type"), body, u)
 	if err != nil {
@@ -163,7 +163,7 @@ func (t *tools) consult(_ context.Context, a wire.ConsultArgs) toolrun.Output {
 		return failed("consult", "%v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed("consult", "status %d", resp.StatusCode)
+		return failed("consult", "%s", statusReason(resp, body))
 	}
 	var answer chatResponse
 	if err := json.Unmarshal(body, &answer); err != nil {
