@@ -1,10 +1,12 @@
 package main
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -70,10 +72,30 @@ func startNotesStack(t *testing.T) (*stack, string) {
 	return s, page.URL
 }
 
-// say sends one message in session and returns what the chat printed.
-func (s *stack) say(session, message string) string {
+// say sends one message in the session the test calls name and returns
+// what the chat printed. The owner's chat resumes only sessions loopd
+// named, so a name's first message starts a new one, which the name stands
+// for from then on. A turn whose call was denied or failed exits 1 and is
+// returned like any other.
+func (s *stack) say(name, message string) string {
 	s.t.Helper()
-	return s.run("chat", "--session", session, "--message", message)
+	args := []string{"chat", "--message", message}
+	if session, ok := s.names[name]; ok {
+		args = append(args, "--session", session)
+	}
+	out, err := s.try(args...)
+	var exit *exec.ExitError
+	if err != nil && (!errors.As(err, &exit) || exit.ExitCode() != 1 || !strings.Contains(out, "not every tool call ran")) {
+		s.t.Fatalf("boxmaker %s: %v\n%s\nup's log:\n%s", strings.Join(args, " "), err, out, s.log)
+	}
+	if _, ok := s.names[name]; !ok {
+		m := regexp.MustCompile(`session (chat-[a-z0-9-]+)`).FindStringSubmatch(out)
+		if m == nil {
+			s.t.Fatalf("no session named in:\n%s", out)
+		}
+		s.names[name] = m[1]
+	}
+	return out
 }
 
 // resultOf finds how call n ended in a chat's output: "result: 12 bytes,
@@ -158,7 +180,7 @@ func TestStackSearchAndEndorsement(t *testing.T) {
 		t.Errorf("changed behind brokerd's back, the note read as %q", got)
 	}
 	list := s.run("notes", "list")
-	if !regexp.MustCompile(`notes/leak\.md\s+secret\s+trusted\s+session leaker call \d+`).MatchString(list) ||
+	if !regexp.MustCompile(`notes/leak\.md\s+secret\s+trusted\s+session `+s.names["leaker"]+` call \d+`).MatchString(list) ||
 		!regexp.MustCompile(`notes/welcome\.md\s+owner`).MatchString(list) {
 		t.Errorf("notes list:\n%s", list)
 	}

@@ -31,6 +31,8 @@ type stack struct {
 	home string
 	up   *exec.Cmd
 	log  *syncbuf.Buffer
+	// names maps the names a test gives its sessions to those loopd gave.
+	names map[string]string
 }
 
 // publicDir makes a directory the role users may enter: under up as root
@@ -68,7 +70,7 @@ func launchStack(t *testing.T, upstream string, upArgs []string, grants map[stri
 	}
 	built := buildBinary(t)
 	dir := publicDir(t)
-	s := &stack{t: t, bin: filepath.Join(dir, "boxmaker"), home: filepath.Join(dir, "home"), log: &syncbuf.Buffer{}}
+	s := &stack{t: t, bin: filepath.Join(dir, "boxmaker"), home: filepath.Join(dir, "home"), log: &syncbuf.Buffer{}, names: map[string]string{}}
 	data, _ := os.ReadFile(built)
 	if err := os.WriteFile(s.bin, data, 0o755); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,7 @@ func compileConstraints(tool wire.Tool, mode Mode, c Constraints) (matcher, []pr
 	}
 	if len(lists[want]) == 0 {
 		text := fmt.Sprintf("%s needs a %s constraint; an empty list matches nothing", tool.Name, want)
-		if tool.ScopedPaths {
+		if tool.ScopedPaths() {
 			text = fmt.Sprintf("%s needs a paths constraint, the parts of memory/ it may search: add paths = [\"notes\"] "+
 				"under [constraints]; every result is labelled from every file it can search, so keep secret notes in their "+
 				"own directory with their own grant", tool.Name)
@@ -73,7 +73,7 @@ func compileDimensionFor(tool wire.Tool, mode Mode, entries []string) (matcher, 
 			errs = appendErr(errs, err)
 			m.entries = append(m.entries, e)
 		}
-		if tool.ScopedPaths {
+		if tool.ScopedPaths() {
 			return scopeMatcher{m}, errs
 		}
 		return m, errs

@@ -88,6 +88,7 @@ type Grant struct {
 	secret        string
 	constraints   Constraints
 	matcher       matcher
+	jobs          []string // nil: every session; else only sessions of these jobs
 }
 
 // ID is the grant file's stem.
@@ -118,6 +119,12 @@ func (g Grant) Constraints() Constraints {
 		Patterns: slices.Clone(g.constraints.Patterns),
 	}
 }
+
+// Jobs returns the ids of the jobs the grant is limited to, or nil when it
+// applies in every session. A grant with jobs applies only in sessions
+// brokerd minted for those jobs (DESIGN.md section 13): Decide does not
+// know sessions, so brokerd narrows the grants with GrantsForJob first.
+func (g Grant) Jobs() []string { return slices.Clone(g.jobs) }
 
 // IsZero reports whether g is the zero Grant, which no parser returns.
 func (g Grant) IsZero() bool { return g.matcher == nil }

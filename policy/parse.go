@@ -27,6 +27,7 @@ type grantFile struct {
 	Secret      *string          `toml:"secret"`
 	Constraints *constraintsFile `toml:"constraints"`
 	Examples    []exampleFile    `toml:"examples"`
+	Jobs        *[]string        `toml:"jobs"`
 }
 
 type constraintsFile struct {
@@ -47,6 +48,7 @@ var keyTypes = map[string]string{
 	"constraints.paths": "an array of strings", "constraints.hosts": "an array of strings",
 	"constraints.patterns": "an array of strings", "examples": "an array of tables ([[examples]])",
 	"examples.arguments": "a string", "examples.matches": "true or false",
+	"jobs": "an array of job ids",
 }
 
 // ParseGrant parses and checks one grant file. file is its name or path:
@@ -61,7 +63,7 @@ func ParseGrant(file string, data []byte) (Grant, error) {
 	var f grantFile
 	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return Grant{}, &GrantError{File: file, Problems: append(probs, tomlProblems(err)...)}
+		return Grant{}, &GrantError{File: file, Problems: append(probs, tomlProblems(err, keyTypes)...)}
 	}
 	g, found := buildGrant(id, f)
 	if len(found) > 0 {
@@ -83,8 +85,9 @@ func checkID(id string) error {
 	return nil
 }
 
-// tomlProblems turns go-toml's errors into problems with lines.
-func tomlProblems(err error) []Problem {
+// tomlProblems turns go-toml's errors into problems with lines; types says
+// what each key of the file holds.
+func tomlProblems(err error, types map[string]string) []Problem {
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		var probs []Problem
@@ -101,7 +104,7 @@ func tomlProblems(err error) []Problem {
 	line, _ := de.Position()
 	msg := strings.TrimPrefix(de.Error(), "toml: ")
 	key := strings.Join(de.Key(), ".")
-	if want, ok := keyTypes[key]; ok && strings.HasPrefix(msg, "cannot decode") {
+	if want, ok := types[key]; ok && strings.HasPrefix(msg, "cannot decode") {
 		return []Problem{{Line: line, Reason: fmt.Sprintf("%s must be %s", key, want)}}
 	}
 	// The line is in the reason, where `grants check` readers look for it.
@@ -182,6 +185,10 @@ func (g *Grant) setOptional(f grantFile, c *collector) {
 	if f.Secret != nil {
 		g.secret = *f.Secret
 		c.add("secret", checkSecretName(g.secret))
+	}
+	if f.Jobs != nil {
+		g.jobs, err = parseGrantJobs(*f.Jobs)
+		c.add("jobs", err)
 	}
 }
 

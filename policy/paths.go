@@ -84,7 +84,7 @@ func parsePathEntry(tool wire.Tool, s string) (pathEntry, error) {
 		return pathEntry{}, fmt.Errorf("path %q: %s", s, notesPathRule)
 	case tool.Dimension == wire.AbsolutePathsDimension && !absolute:
 		return pathEntry{}, fmt.Errorf("path %q: %s paths are absolute", s, tool.Name)
-	case tool.WritesPaths && coversCore(s):
+	case tool.WritesPaths() && coversCore(s):
 		return pathEntry{}, fmt.Errorf("path %q would let %s change memory/core.md, the system prompt of every session, "+
 			"which no grant may mount writable; grant the directory your notes live in, as \"notes\"", s, tool.Name)
 	}

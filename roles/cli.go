@@ -50,6 +50,7 @@ type Program struct {
 	Version  string
 	Roles    []Role
 	Commands func() []*cli.Command
+	Stdin    io.Reader // nil: os.Stdin; tests give a message here
 }
 
 // Run picks the role from the base name of args[0] or else from args[1], runs
@@ -64,7 +65,7 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 		name = programName
 	}
 	cmd.Name = name
-	cmd.Writer, cmd.ErrWriter = stdout, stderr
+	cmd.Writer, cmd.ErrWriter, cmd.Reader = stdout, stderr, p.Stdin
 	cmd.ExitErrHandler = func(context.Context, *cli.Command, error) {} // we exit, not the library
 	prepare(cmd)
 	err := cmd.Run(ctx, append([]string{name}, args[1:]...))

@@ -7,8 +7,9 @@ package wire
 // is read from brokerd's admin socket, never from loopd's words.
 
 // ChatSend is one message from the owner. Session null starts a new session
-// with a name loopd chooses; a session that does not exist yet is started
-// under the given name (gatewayd names one per thread).
+// with a name loopd chooses; a name resumes that session. Only gatewayd may
+// start a session under a name it gives (one per thread): through the
+// owner's socket a name no session has is answered bad_message.
 type ChatSend struct {
 	Session *SessionID `json:"session"`
 	Content string     `json:"content"`
@@ -22,7 +23,8 @@ type ChatEvent interface {
 	isChatEvent()
 }
 
-// SessionEvent names the session the turn belongs to (new or resumed).
+// SessionEvent names the session the turn belongs to (new or resumed) once
+// it exists; a turn that fails before then sends none.
 type SessionEvent struct {
 	Session SessionID `json:"session"`
 }

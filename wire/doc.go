@@ -9,6 +9,11 @@
 // error, never a panic. The fixtures under fixtures/wire and fixtures/log are
 // the specification, byte for byte.
 //
+// The tool catalog (tools.go) is here so that the roles agree on one list
+// without importing each other. Each row also says, as data, what the
+// tool's sandbox holds (sandbox.go): wire names what a tool needs, and the
+// roles build it.
+//
 // wire must never import another boxmaker package, hold policy, or do I/O
 // beyond reading and writing frames on a stream its caller supplies.
 package wire

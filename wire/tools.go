@@ -119,30 +119,41 @@ func (NotesSearchArgs) isToolArgs() {}
 func (ShellArgs) isToolArgs()       {}
 func (ConsultArgs) isToolArgs()     {}
 
-// Tool describes one tool: what the model is told and how its arguments are
-// read. Only the catalog's Tools decode; a Tool built by hand refuses to.
+// Tool describes one tool: what the model is told, how its arguments are
+// read, and what its sandbox holds. Only the catalog's Tools decode; a Tool
+// built by hand refuses to.
 type Tool struct {
 	Name        string
 	Description string    // one line, for the model
 	Schema      string    // JSON schema of the arguments object, for the model
 	Dimension   Dimension // what its grants' constraints read
-	// ScopedPaths: the grant's paths say which part of memory/ the sandbox
-	// mounts, not which argument the call may name; the call names none, so
-	// every call whose arguments parse is inside every grant for the tool,
-	// and the grant chosen decides what is searched (notes_search).
-	ScopedPaths bool
-	// WritesPaths: the sandbox mounts what the grant's paths name writable
-	// (notes_write), so those paths must never reach memory/core.md.
-	WritesPaths bool
+	Sandbox     Sandbox   // what brokerd mounts and connects, and toolkit confines itself to
 	decode      func(arguments []byte) (ToolArgs, error)
 }
 
+// ScopedPaths reports whether the grant's paths say which part of memory/
+// the sandbox mounts, not which argument the call may name; the call names
+// none, so every call whose arguments parse is inside every grant for the
+// tool, and the grant chosen decides what is searched (notes_search).
+func (t Tool) ScopedPaths() bool { return t.Sandbox.Mount.Scoped() }
+
+// WritesPaths reports whether the sandbox mounts what the grant's paths
+// name writable (notes_write), so that those paths must never reach
+// memory/core.md.
+func (t Tool) WritesPaths() bool { return t.Sandbox.Mount.Writable() }
+
+// toolCatalog is every tool, one row each. A new tool is a row here (with
+// its argument type above), its code in roles/toolkit (a file and a line in
+// its implementations map), and the tests that pin it: a row of
+// designTable in tools_test.go and the toolkit tests of what it does.
+// brokerd, toolrun and toolkit read the rest from the row.
 var toolCatalog = []Tool{
 	{
 		Name:        "http_fetch",
 		Description: "Fetch a web page over https and return its text.",
 		Schema:      `{"type":"object","properties":{"url":{"type":"string","description":"The https URL to fetch."}},"required":["url"],"additionalProperties":false}`,
 		Dimension:   HostsDimension,
+		Sandbox:     Sandbox{Egress: Egress{To: GrantHosts, Method: "GET"}},
 		decode:      decodeArgs[HTTPFetchArgs],
 	},
 	{
@@ -150,6 +161,7 @@ var toolCatalog = []Tool{
 		Description: "Read a file on the host, named by its absolute path.",
 		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The absolute path of the file."}},"required":["path"],"additionalProperties":false}`,
 		Dimension:   AbsolutePathsDimension,
+		Sandbox:     Sandbox{Mount: MountCoveringEntry},
 		decode:      decodeArgs[FileReadArgs],
 	},
 	{
@@ -157,6 +169,7 @@ var toolCatalog = []Tool{
 		Description: "Read one of the owner's notes, named by its path inside the notes directory.",
 		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The note's path, relative to the notes directory."}},"required":["path"],"additionalProperties":false}`,
 		Dimension:   MemoryPathsDimension,
+		Sandbox:     Sandbox{Mount: MountNote},
 		decode:      decodeArgs[NotesReadArgs],
 	},
 	{
@@ -164,7 +177,7 @@ var toolCatalog = []Tool{
 		Description: "Create or replace one of the owner's notes, named by its path inside the notes directory.",
 		Schema:      `{"type":"object","properties":{"path":{"type":"string","description":"The note's path, relative to the notes directory."},"content":{"type":"string","description":"The note's full new text."}},"required":["path","content"],"additionalProperties":false}`,
 		Dimension:   MemoryPathsDimension,
-		WritesPaths: true,
+		Sandbox:     Sandbox{Mount: MountWritableNoteEntry},
 		decode:      decodeArgs[NotesWriteArgs],
 	},
 	{
@@ -172,7 +185,7 @@ var toolCatalog = []Tool{
 		Description: "Search the owner's notes for words and return the matching passages.",
 		Schema:      `{"type":"object","properties":{"query":{"type":"string","description":"The words to search for."}},"required":["query"],"additionalProperties":false}`,
 		Dimension:   MemoryPathsDimension,
-		ScopedPaths: true,
+		Sandbox:     Sandbox{Mount: MountGrantNotes},
 		decode:      decodeArgs[NotesSearchArgs],
 	},
 	{
@@ -180,6 +193,7 @@ var toolCatalog = []Tool{
 		Description: "Run a command with /bin/sh in a sandbox and return its output.",
 		Schema:      `{"type":"object","properties":{"command":{"type":"string","description":"The command line for /bin/sh."}},"required":["command"],"additionalProperties":false}`,
 		Dimension:   PatternsDimension,
+		Sandbox:     Sandbox{System: true},
 		decode:      decodeArgs[ShellArgs],
 	},
 	{
@@ -187,6 +201,7 @@ var toolCatalog = []Tool{
 		Description: "Ask a larger hosted model and return its answer.",
 		Schema:      `{"type":"object","properties":{"prompt":{"type":"string","description":"The full question, with any context it needs."}},"required":["prompt"],"additionalProperties":false}`,
 		Dimension:   NoDimension,
+		Sandbox:     Sandbox{Egress: Egress{To: ConsultEndpoint, Method: "POST"}},
 		decode:      decodeArgs[ConsultArgs],
 	},
 }

@@ -8,30 +8,61 @@ import (
 	"testing"
 )
 
-// toolArgTypes is the argument type each tool of the design's table takes.
-var toolArgTypes = map[string]reflect.Type{
-	"http_fetch":   reflect.TypeFor[HTTPFetchArgs](),
-	"file_read":    reflect.TypeFor[FileReadArgs](),
-	"notes_read":   reflect.TypeFor[NotesReadArgs](),
-	"notes_write":  reflect.TypeFor[NotesWriteArgs](),
-	"notes_search": reflect.TypeFor[NotesSearchArgs](),
-	"shell":        reflect.TypeFor[ShellArgs](),
-	"consult":      reflect.TypeFor[ConsultArgs](),
+// designTable is the design's table of tools (DESIGN.md sections 5, 6 and
+// 12), one row each, in catalog order: the argument type, the dimension,
+// what the sandbox holds, and one call with the subject it is matched by.
+// The catalog must say exactly this; a new tool is a row here too.
+var designTable = []struct {
+	name      string
+	args      reflect.Type
+	dimension Dimension
+	sandbox   Sandbox
+	call      string // arguments of one call
+	subject   string // what the call's dimension reads
+}{
+	{"http_fetch", reflect.TypeFor[HTTPFetchArgs](), HostsDimension,
+		Sandbox{Egress: Egress{To: GrantHosts, Method: "GET"}}, `{"url":"https://a.example/"}`, "https://a.example/"},
+	{"file_read", reflect.TypeFor[FileReadArgs](), AbsolutePathsDimension,
+		Sandbox{Mount: MountCoveringEntry}, `{"path":"/etc/hostname"}`, "/etc/hostname"},
+	{"notes_read", reflect.TypeFor[NotesReadArgs](), MemoryPathsDimension,
+		Sandbox{Mount: MountNote}, `{"path":"notes/a.md"}`, "notes/a.md"},
+	{"notes_write", reflect.TypeFor[NotesWriteArgs](), MemoryPathsDimension,
+		Sandbox{Mount: MountWritableNoteEntry}, `{"path":"notes/a.md","content":"x"}`, "notes/a.md"},
+	{"notes_search", reflect.TypeFor[NotesSearchArgs](), MemoryPathsDimension,
+		Sandbox{Mount: MountGrantNotes}, `{"query":"q"}`, ""},
+	{"shell", reflect.TypeFor[ShellArgs](), PatternsDimension,
+		Sandbox{System: true}, `{"command":"git status"}`, "git status"},
+	{"consult", reflect.TypeFor[ConsultArgs](), NoDimension,
+		Sandbox{Egress: Egress{To: ConsultEndpoint, Method: "POST"}}, `{"prompt":"p"}`, ""},
+}
+
+// argsTypeOf is the argument type the design table gives tool.
+func argsTypeOf(t *testing.T, tool string) reflect.Type {
+	t.Helper()
+	for _, row := range designTable {
+		if row.name == tool {
+			return row.args
+		}
+	}
+	t.Fatalf("%s is in the catalog but not in designTable", tool)
+	return nil
 }
 
 func TestCatalogIsTheDesignTable(t *testing.T) {
-	want := []string{"http_fetch", "file_read", "notes_read", "notes_write", "notes_search", "shell", "consult"}
+	var want []string
+	for _, row := range designTable {
+		want = append(want, row.name)
+	}
 	if got := ToolNames(); !slices.Equal(got, want) {
 		t.Fatalf("ToolNames() = %v, want %v", got, want)
 	}
-	dims := map[string]Dimension{
-		"http_fetch": HostsDimension, "file_read": AbsolutePathsDimension,
-		"notes_read": MemoryPathsDimension, "notes_write": MemoryPathsDimension,
-		"notes_search": MemoryPathsDimension, "shell": PatternsDimension, "consult": NoDimension,
-	}
-	for _, tool := range Tools() {
-		if tool.Dimension != dims[tool.Name] {
-			t.Errorf("%s: dimension %d, want %d", tool.Name, tool.Dimension, dims[tool.Name])
+	for i, tool := range Tools() {
+		row := designTable[i]
+		if tool.Dimension != row.dimension {
+			t.Errorf("%s: dimension %d, want %d", tool.Name, tool.Dimension, row.dimension)
+		}
+		if tool.Sandbox != row.sandbox {
+			t.Errorf("%s: sandbox %+v, want %+v", tool.Name, tool.Sandbox, row.sandbox)
 		}
 		if tool.Description == "" || strings.Contains(tool.Description, "\n") {
 			t.Errorf("%s: description %q is not one line", tool.Name, tool.Description)
@@ -40,17 +71,49 @@ func TestCatalogIsTheDesignTable(t *testing.T) {
 }
 
 // Only notes_search's paths are a scope rather than an argument, and only
-// notes_write mounts its paths writable (DESIGN.md section 12).
+// notes_write mounts its paths writable (DESIGN.md section 12): both follow
+// from the mount kind, which must suit the dimension.
 func TestScopedAndWritingTools(t *testing.T) {
 	for _, tool := range Tools() {
-		if got, want := tool.ScopedPaths, tool.Name == "notes_search"; got != want {
-			t.Errorf("%s: ScopedPaths = %t, want %t", tool.Name, got, want)
+		if got, want := tool.ScopedPaths(), tool.Name == "notes_search"; got != want {
+			t.Errorf("%s: ScopedPaths() = %t, want %t", tool.Name, got, want)
 		}
-		if got, want := tool.WritesPaths, tool.Name == "notes_write"; got != want {
-			t.Errorf("%s: WritesPaths = %t, want %t", tool.Name, got, want)
+		if got, want := tool.WritesPaths(), tool.Name == "notes_write"; got != want {
+			t.Errorf("%s: WritesPaths() = %t, want %t", tool.Name, got, want)
 		}
-		if (tool.ScopedPaths || tool.WritesPaths) && tool.Dimension.Key() != "paths" {
+		if (tool.ScopedPaths() || tool.WritesPaths()) && tool.Dimension.Key() != "paths" {
 			t.Errorf("%s: scoped or writing paths need a paths dimension, not %d", tool.Name, tool.Dimension)
+		}
+	}
+}
+
+// mountDimensions is the dimension each mount kind reads its paths from.
+var mountDimensions = map[MountKind]Dimension{
+	MountCoveringEntry:     AbsolutePathsDimension,
+	MountNote:              MemoryPathsDimension,
+	MountGrantNotes:        MemoryPathsDimension,
+	MountWritableNoteEntry: MemoryPathsDimension,
+}
+
+// A row's sandbox must be one brokerd can build from the grant: a mount of
+// paths needs the paths dimension it reads, egress to the grant's hosts
+// needs the hosts dimension, and egress has a method exactly when it has a
+// target.
+func TestSandboxSuitsTheDimension(t *testing.T) {
+	for _, tool := range Tools() {
+		sb := tool.Sandbox
+		if want, ok := mountDimensions[sb.Mount]; ok && tool.Dimension != want {
+			t.Errorf("%s: mount kind %d reads dimension %d, not %d", tool.Name, sb.Mount, want, tool.Dimension)
+		}
+		if (sb.Egress.To == GrantHosts) != (tool.Dimension == HostsDimension) {
+			t.Errorf("%s: egress to the grant's hosts goes with the hosts dimension and only with it", tool.Name)
+		}
+		methodOK := sb.Egress.Method == ""
+		if sb.Egress.Needed() {
+			methodOK = sb.Egress.Method == "GET" || sb.Egress.Method == "POST"
+		}
+		if !methodOK {
+			t.Errorf("%s: egress %+v: a method (GET or POST) exactly when there is a target", tool.Name, sb.Egress)
 		}
 	}
 }
@@ -83,7 +146,7 @@ func TestSchemasNameExactlyTheMembers(t *testing.T) {
 			t.Errorf("%s: schema is not valid JSON of the expected shape: %v", tool.Name, err)
 			continue
 		}
-		members := jsonMembers(toolArgTypes[tool.Name])
+		members := jsonMembers(argsTypeOf(t, tool.Name))
 		var props []string
 		for name, p := range s.Properties {
 			props = append(props, name)
@@ -113,7 +176,7 @@ func jsonMembers(t reflect.Type) []string {
 
 func TestDecodeArgsGivesTheTypedValue(t *testing.T) {
 	for _, tool := range Tools() {
-		typ := toolArgTypes[tool.Name]
+		typ := argsTypeOf(t, tool.Name)
 		fields := map[string]string{}
 		for _, m := range jsonMembers(typ) {
 			fields[m] = "value of " + m
@@ -139,24 +202,13 @@ func TestDecodeArgsGivesTheTypedValue(t *testing.T) {
 }
 
 func TestSubjectIsTheConstrainedArgument(t *testing.T) {
-	cases := []struct {
-		tool, arguments, subject string
-	}{
-		{"http_fetch", `{"url":"https://a.example/"}`, "https://a.example/"},
-		{"file_read", `{"path":"/etc/hostname"}`, "/etc/hostname"},
-		{"notes_read", `{"path":"notes/a.md"}`, "notes/a.md"},
-		{"notes_write", `{"path":"notes/a.md","content":"x"}`, "notes/a.md"},
-		{"notes_search", `{"query":"q"}`, ""},
-		{"shell", `{"command":"git status"}`, "git status"},
-		{"consult", `{"prompt":"p"}`, ""},
-	}
-	for _, c := range cases {
-		args, err := DecodeToolArgs(c.tool, c.arguments)
+	for _, row := range designTable {
+		args, err := DecodeToolArgs(row.name, row.call)
 		if err != nil {
-			t.Fatalf("%s: %v", c.tool, err)
+			t.Fatalf("%s: %v", row.name, err)
 		}
-		if args.Subject() != c.subject {
-			t.Errorf("%s: Subject() = %q, want %q", c.tool, args.Subject(), c.subject)
+		if args.Subject() != row.subject {
+			t.Errorf("%s: Subject() = %q, want %q", row.name, args.Subject(), row.subject)
 		}
 	}
 }

@@ -17,14 +17,19 @@ import (
 // memoryMount is where memory/ appears inside a sandbox.
 const memoryMount = "/memory"
 
-// mountsFor returns what a call's sandbox may see: for file_read and
-// notes_write, only the grant entry that covers the requested path; for
-// notes_read, only the note it reads; for notes_search, the grant's paths
-// entries; for every other tool, nothing. Each host path must be its own real path (no
-// symlink anywhere in it, so nothing a sandbox planted can redirect a grant),
-// and none may be or hold boxmaker's own state (see refuseState).
+// mountsFor returns what a call's sandbox may see, as its tool's catalog
+// row says (wire.MountKind): nothing, the grant entry that covers the
+// requested path, the one note read, the grant's notes paths, or the grant
+// entry written. Each host path must be its own real path (no symlink
+// anywhere in it, so nothing a sandbox planted can redirect a grant), and
+// none may be or hold boxmaker's own state (see refuseState).
 func mountsFor(g policy.Grant, args wire.ToolArgs, memory string, state []string) ([]sandbox.Mount, error) {
-	mounts, err := mountsOf(g, args, memory)
+	tool, ok := wire.ToolByName(args.ToolName())
+	if !ok {
+		return nil, fmt.Errorf("no tool named %q", args.ToolName())
+	}
+	kind := tool.Sandbox.Mount
+	mounts, err := mountsOf(kind, g, args.Subject(), memory)
 	if err != nil {
 		return nil, err
 	}
@@ -33,23 +38,24 @@ func mountsFor(g policy.Grant, args wire.ToolArgs, memory string, state []string
 			return nil, err
 		}
 	}
-	if _, ok := args.(wire.FileReadArgs); ok {
-		return mounts, refuseNotes(mounts, memory)
+	if kind == wire.MountCoveringEntry {
+		return mounts, refuseNotes(tool.Name, mounts, memory)
 	}
 	return mounts, nil
 }
 
-// refuseNotes refuses a file_read mount that is, holds or lies in memory/:
-// notes carry labels (who wrote them, at what class) that only the notes
-// tools read, and a file_read grant would read them under its own.
-func refuseNotes(mounts []sandbox.Mount, memory string) error {
+// refuseNotes refuses a mount of host paths (file_read's) that is, holds
+// or lies in memory/: notes carry labels (who wrote them, at what class)
+// that only the notes tools read, and a file_read grant would read them
+// under its own.
+func refuseNotes(tool string, mounts []sandbox.Mount, memory string) error {
 	mem, err := filepath.EvalSymlinks(memory)
 	if err != nil {
 		mem = memory
 	}
 	for _, m := range mounts {
 		if within(mem, m.Host) || within(m.Host, mem) {
-			return fmt.Errorf("refusing to mount %s for file_read: it is or holds the notes (%s); grant notes_read instead", m.Host, mem)
+			return fmt.Errorf("refusing to mount %s for %s: it is or holds the notes (%s); grant notes_read instead", m.Host, tool, mem)
 		}
 	}
 	return nil
@@ -72,19 +78,26 @@ func within(dir, path string) bool {
 	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
 
-func mountsOf(g policy.Grant, args wire.ToolArgs, memory string) ([]sandbox.Mount, error) {
-	switch args.(type) {
-	case wire.FileReadArgs:
-		return fileMount(g, args.Subject())
-	case wire.NotesReadArgs:
-		return noteMount(g, args.Subject(), memory)
-	case wire.NotesWriteArgs:
-		return notesMount(g, args.Subject(), memory, true)
-	case wire.NotesSearchArgs:
-		return searchMounts(g, memory)
-	default:
+// errNoMountKind is a mount kind of the catalog that brokerd cannot build;
+// TestEveryMountKindIsBuilt proves there is none.
+var errNoMountKind = errors.New("brokerd cannot build this kind of mount")
+
+// mountsOf builds the mounts of kind for a call under g whose constrained
+// argument is subject (a path, for the kinds that read one).
+func mountsOf(kind wire.MountKind, g policy.Grant, subject, memory string) ([]sandbox.Mount, error) {
+	switch kind {
+	case wire.MountNone:
 		return nil, nil
+	case wire.MountCoveringEntry:
+		return fileMount(g, subject)
+	case wire.MountNote:
+		return noteMount(g, subject, memory)
+	case wire.MountGrantNotes:
+		return searchMounts(g, memory)
+	case wire.MountWritableNoteEntry:
+		return notesMount(g, subject, memory, true)
 	}
+	return nil, fmt.Errorf("%w (kind %d)", errNoMountKind, kind)
 }
 
 func fileMount(g policy.Grant, path string) ([]sandbox.Mount, error) {

@@ -325,6 +325,8 @@ func (s *noteLabels) recoverPending() error {
 //
 // WARNING: like applyResult, call it before the result is sent; the stored
 // state must never be lower than what the model has seen.
+// TestASecretNoteTaintsItsReader proves a reader of a labelled note is
+// raised by the time its next call is decided.
 func (s *sessions) applyResultRead(id wire.SessionID, g policy.Grant, read taintLabel) error {
 	if read == (taintLabel{}) {
 		return s.applyResult(id, g)

@@ -108,7 +108,10 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 		o.ran, o.secrets, o.read = true, nonEmpty(secret), notes.read
 		return o, nil
 	case err != nil:
-		return outcome{}, err
+		// The sandbox never started (a mount it cannot take, bwrap not
+		// there): nothing ran, and the reason is what the owner needs.
+		r.log.Printf("%s: not run: %v", d.Tool(), err)
+		return failedOutcome("%s: not run: the sandbox cannot be set up: %v", d.Tool(), err), nil
 	}
 	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: notes.read}, nil
 }
@@ -139,6 +142,7 @@ func failedOutcome(format string, args ...any) outcome {
 }
 
 func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, error) {
+	tool, _ := wire.ToolByName(d.Tool()) // a runnable Decision's tool is in the catalog
 	needs := toolrun.NeedsOf(d.Tool())
 	sb := r.cfg.Sandbox
 	job := toolrun.Job{
@@ -154,7 +158,7 @@ func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, 
 		},
 		Egress: needs.Egress,
 	}
-	if d.Tool() == "consult" {
+	if tool.Sandbox.Egress.To == wire.ConsultEndpoint {
 		if r.cfg.Consult.URL == "" {
 			return sandbox.Spec{}, errors.New("no [consult] url in config.toml")
 		}
@@ -171,27 +175,43 @@ func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, 
 	}, nil
 }
 
-// openEgress asks egressd for a connection limited to what the grant allows:
-// its hosts for http_fetch, the configured endpoint for consult.
+// openEgress asks egressd for a connection limited to what the tool's
+// catalog row and the grant allow: the row's method, to the grant's hosts
+// or the configured consult endpoint.
 func (r *runner) openEgress(ctx context.Context, g policy.Grant, job toolrun.Job, secret string) (*os.File, error) {
-	hosts := g.Constraints().Hosts
-	if job.Consult != nil {
-		entry, err := hostEntryOf(job.Consult.URL)
-		if err != nil {
-			return nil, err
-		}
-		hosts = []string{entry}
+	tool, _ := wire.ToolByName(job.Tool) // a valid Job's tool is in the catalog
+	hosts, err := egressHosts(tool.Sandbox.Egress.To, g, job)
+	if err != nil {
+		return nil, err
 	}
 	var auth *string
 	if secret != "" {
 		v := "Bearer " + secret
 		auth = &v
 	}
-	method := "GET" // http_fetch reads
-	if job.Consult != nil {
-		method = "POST" // consult posts its prompt to the one endpoint
+	return fdpass.OpenEgress(ctx, r.egressSock, hosts, tool.Sandbox.Egress.Method, auth)
+}
+
+// errNoEgressTarget is an egress target of the catalog that brokerd cannot
+// connect; TestEveryEgressTargetIsConnected proves there is none.
+var errNoEgressTarget = errors.New("brokerd cannot connect this egress target")
+
+// egressHosts is the hosts entries egressd may reach for a job going to to.
+func egressHosts(to wire.EgressTarget, g policy.Grant, job toolrun.Job) ([]string, error) {
+	switch to {
+	case wire.GrantHosts:
+		return g.Constraints().Hosts, nil
+	case wire.ConsultEndpoint:
+		if job.Consult == nil {
+			return nil, errors.New("the job has no consult endpoint")
+		}
+		entry, err := hostEntryOf(job.Consult.URL)
+		if err != nil {
+			return nil, err
+		}
+		return []string{entry}, nil
 	}
-	return fdpass.OpenEgress(ctx, r.egressSock, hosts, method, auth)
+	return nil, fmt.Errorf("%w (target %d)", errNoEgressTarget, to)
 }
 
 // hostEntryOf writes a URL's host as a grant hosts entry.

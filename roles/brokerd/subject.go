@@ -54,7 +54,18 @@ func subjectOf(args wire.ToolArgs) string {
 	case wire.ConsultArgs:
 		return clipped(a.Prompt)
 	}
-	return ""
+	return argumentsSubject(args)
+}
+
+// argumentsSubject is the subject of a tool without a rule above: its
+// canonical arguments, clipped like a prompt. A new tool thus shows the
+// owner what it will run before anyone writes it a shorter subject.
+func argumentsSubject(args wire.ToolArgs) string {
+	canon, err := wire.EncodeArgs(args)
+	if err != nil {
+		return ""
+	}
+	return clipped(string(canon))
 }
 
 // clipped is the first consultSubjectRunes characters and the byte count.

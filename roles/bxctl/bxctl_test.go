@@ -64,13 +64,16 @@ func TestGrantsExplain(t *testing.T) {
 		{[]string{"--taint", "secret", "http_fetch", `{"url":"https://docs.python.org/3/"}`}, "decision: denied taint_too_high (grant fetch-docs)"},
 		{[]string{"shell", `{"command":"rm -rf /"}`}, "decision: denied denied_by_grant (grant shell-deny)"},
 		{[]string{"file_read", `{"path":"/etc/hostname"}`}, "decision: denied grant_expired (grant old-hostname)"},
-		{[]string{"rm", `{}`}, "decision: denied no_grant"},
+		{[]string{"file_read", `{"path":"/nowhere"}`}, "decision: denied no_grant"},
 		{[]string{"--at", "2025-12-31T23:00:00Z", "file_read", `{"path":"/etc/hostname"}`}, "decision: auto"},
 	} {
 		code, out := explain(c.args...)
 		if code != 0 || !strings.Contains(out, c.want) {
 			t.Errorf("%q: status %d\n%s\nwant %q", c.args, code, out, c.want)
 		}
+	}
+	if code, out := explain("nosuchtool", "{}"); code != 1 || !strings.Contains(out, `no tool named "nosuchtool"; the tools are http_fetch,`) {
+		t.Errorf("an unknown tool: status %d, want 1 naming it and the tools\n%s", code, out)
 	}
 	for _, bad := range [][]string{{"http_fetch"}, {"--taint", "Secret", "shell", "{}"}, {"--at", "tomorrow", "shell", "{}"}} {
 		if code, out := explain(bad...); code != 2 {

@@ -4,18 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"time"
 
-	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
-	"golang.org/x/term"
 )
 
 func chatCommand() *cli.Command {
@@ -35,8 +30,11 @@ func chatCommand() *cli.Command {
 type chatter struct {
 	paths   config.Paths
 	session *wire.SessionID
+	shown   wire.SessionID // the session last named on screen
 	loop    *sock.Client
 	view    view
+	tools   map[wire.CallID]string // the tool of each call in this turn
+	unmet   []string               // this turn's calls that were denied or failed
 }
 
 // view is where a turn is shown: a terminal, or stdout and stderr.
@@ -64,62 +62,43 @@ func chat(ctx context.Context, cmd *cli.Command) error {
 		}
 		c.session = &id
 	}
+	// The message is read and checked first: a bad one needs no loopd.
+	msg, oneShot := cmd.String("message"), cmd.IsSet("message")
+	tty, isTTY := terminalOf(cmd.Root().Reader)
+	if !oneShot && !isTTY {
+		if msg, err = readMessage(cmd.Root().Reader); err != nil {
+			return err
+		}
+		oneShot = true
+	}
+	if oneShot {
+		if err := checkMessage(msg); err != nil {
+			return err
+		}
+	}
 	if c.loop, err = waitForLoopd(ctx, paths, cmd.Duration("wait")); err != nil {
 		return err
 	}
-	defer c.loop.Close()
-	msg, oneShot := cmd.String("message"), cmd.IsSet("message")
-	stdin, isTTY := os.Stdin, term.IsTerminal(int(os.Stdin.Fd()))
-	if !oneShot && !isTTY {
-		data, err := io.ReadAll(io.LimitReader(stdin, wire.MaxFrame/2))
-		if err != nil {
-			return err
-		}
-		msg, oneShot = strings.TrimSpace(string(data)), true
-	}
+	defer func() { c.loop.Close() }() // the connection may be replaced (reconnect)
 	if oneShot {
 		c.view = plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter}
-		return c.turn(ctx, msg)
-	}
-	return c.interactive(ctx)
-}
-
-func dialLoopd(paths config.Paths) (*sock.Client, error) {
-	pair, _ := roles.PairOf("bxctl", "loopd")
-	path := paths.Join("run", pair.Dir(), pair.Socket)
-	c, err := sock.Dial(path)
-	if err != nil {
-		return nil, fmt.Errorf("loopd is not answering at %s (start boxmaker with: boxmaker up --home %s): %w", path, paths.Home, err)
-	}
-	return c, nil
-}
-
-// waitForLoopd dials loopd, trying again for up to wait.
-func waitForLoopd(ctx context.Context, paths config.Paths, wait time.Duration) (*sock.Client, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		c, err := dialLoopd(paths)
-		if err == nil || time.Now().After(deadline) {
-			return c, err
+		if err := c.turn(ctx, msg); err != nil {
+			return err
 		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
+		return c.unmetError()
 	}
+	return c.interactive(ctx, tty)
 }
 
 // turn sends one message and shows the turn until chat_done.
 func (c *chatter) turn(ctx context.Context, content string) error {
-	if strings.TrimSpace(content) == "" {
-		return usagef("chat: the message is empty")
+	if err := checkMessage(content); err != nil {
+		return err
 	}
-	final, err := c.loop.Call(ctx, wire.ChatSend{Session: c.session, Content: content}, func(m wire.Message) error {
-		return c.event(ctx, m)
-	})
+	c.tools, c.unmet = map[wire.CallID]string{}, nil
+	final, err := c.send(ctx, content)
 	if err != nil {
-		return fmt.Errorf("chat: %w", err)
+		return fmt.Errorf("chat: %w", loopdSaid(err))
 	}
 	done, ok := final.(wire.ChatDone)
 	if !ok {
@@ -134,19 +113,47 @@ func (c *chatter) event(ctx context.Context, m wire.Message) error {
 	switch e := m.(type) {
 	case wire.SessionEvent:
 		c.session = &e.Session
-		c.view.activity("session " + e.Session.String())
+		if e.Session != c.shown { // named once, and again only if it changes
+			c.shown = e.Session
+			c.view.activity("session " + e.Session.String())
+		}
 	case wire.Delta:
 		c.view.delta(e.Text)
 	case wire.Reasoning:
 		c.view.reasoning(e.Text)
 	case wire.ToolCallEvent:
+		c.tools[e.Call] = e.Tool
 		c.view.activity(fmt.Sprintf("call %d: %s %s", e.Call, e.Tool, e.Arguments))
 	case wire.ToolResultEvent:
+		if e.Outcome != "result" {
+			c.unmet = append(c.unmet, fmt.Sprintf("call %d (%s) %s: %s", e.Call, c.tools[e.Call], e.Outcome, e.Detail))
+		}
 		c.view.activity(fmt.Sprintf("call %d: %s: %s", e.Call, e.Outcome, e.Detail))
 	case wire.ApprovalPendingEvent:
 		return c.approval(ctx, e)
 	}
 	return nil
+}
+
+// unmetError fails a turn whose reply came but not every call it made
+// ran: the owner (or a script) asked for something that did not happen,
+// and the status says so (DESIGN.md section 2: a denied or failed turn is 1).
+func (c *chatter) unmetError() error {
+	if len(c.unmet) == 0 {
+		return nil
+	}
+	return fmt.Errorf("chat: the turn ended, but not every tool call ran: %s", strings.Join(c.unmet, "; "))
+}
+
+// loopdSaid is an error loopd answered, as the owner should read it: a
+// request loopd refused (bad_message) says why in its detail, and the code
+// would add only jargon.
+func loopdSaid(err error) error {
+	var we wire.WireError
+	if errors.As(err, &we) && we.Code == wire.BadMessage && we.Detail != "" {
+		return errors.New(we.Detail)
+	}
+	return err
 }
 
 // approval shows a pending approval as brokerd describes it, never as loopd

@@ -73,8 +73,7 @@ func (v *termView) write(s string) { v.t.Write([]byte(s)) }
 
 func (v *termView) delta(text string) {
 	if v.thinking {
-		v.write(reset + "\n")
-		v.thinking = false
+		v.endLine() // the reply starts on a line of its own, undimmed
 	}
 	v.write(termtext.Clean(text))
 	v.midLine = !strings.HasSuffix(text, "\n")
@@ -82,10 +81,12 @@ func (v *termView) delta(text string) {
 
 func (v *termView) reasoning(text string) {
 	if !v.thinking {
+		v.endLine()
 		v.write(dim)
 		v.thinking = true
 	}
 	v.write(termtext.Clean(text))
+	v.midLine = !strings.HasSuffix(text, "\n")
 }
 
 func (v *termView) activity(line string) {
@@ -159,24 +160,25 @@ func flushInput(fd int) {
 
 // interactive reads lines with editing and history until Ctrl-D or /quit.
 // Ctrl-C drops the line being typed; the chat goes on.
-func (c *chatter) interactive(ctx context.Context) error {
-	fd := int(os.Stdin.Fd())
+func (c *chatter) interactive(ctx context.Context, tty *os.File) error {
+	fd := int(tty.Fd())
 	state, err := term.MakeRaw(fd)
 	if err != nil {
 		return err
 	}
 	defer term.Restore(fd, state)
-	keys := newKeyReader(os.Stdin)
+	keys := newKeyReader(tty)
 	t := term.NewTerminal(struct {
 		io.Reader
 		io.Writer
 	}{keys, os.Stdout}, chatPrompt)
 	v := &termView{t: t, keys: keys, fd: fd}
 	c.view = v
-	v.write("boxmaker chat: type a message; /quit or Ctrl-D to leave\n")
+	v.write(banner(scriptedModel(c.paths)))
 	for {
 		line, err := v.readLine()
 		if errors.Is(err, io.EOF) {
+			v.write("\n") // the terminal went away mid-line; leave the shell a fresh one
 			return nil
 		}
 		if err != nil {
@@ -198,4 +200,13 @@ func (c *chatter) interactive(ctx context.Context) error {
 			v.activity(err.Error())
 		}
 	}
+}
+
+// banner is the chat's first line. The scripted model is named there, as on
+// every screen it answers on, so that nobody takes it for a language model.
+func banner(scripted bool) string {
+	if scripted {
+		return "boxmaker chat with the SCRIPTED MODEL (fixed replies, not a language model): type a message; /quit or Ctrl-D to leave\n"
+	}
+	return "boxmaker chat: type a message; /quit or Ctrl-D to leave\n"
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -33,6 +34,7 @@ func grantsCommand() *cli.Command {
 				&cli.StringFlag{Name: "grants", Usage: "the grants directory (default: the configured one)"},
 				&cli.StringFlag{Name: "taint", Value: "private", Usage: "the session's taint: public, private or secret"},
 				&cli.BoolFlag{Name: "untrusted", Usage: "decide for a session that has read untrusted data, where when_untrusted applies"},
+				&cli.StringFlag{Name: "job", Usage: "decide in a run of this job, where grants with jobs naming it apply (default: a session that is no job's)"},
 				&cli.StringFlag{Name: "at", Usage: "decide at this time, YYYY-MM-DDTHH:MM:SS.mmmZ or RFC 3339 (default: now)"},
 			),
 			Action: explainGrant,
@@ -53,16 +55,22 @@ func checkGrants(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	jobs, err := checkJobs(dir, grants)
+	if err != nil {
+		return err
+	}
 	out := cmd.Root().Writer
-	for _, e := range bad {
+	errs := slices.Concat(bad, jobs.bad, jobs.dangling, jobs.delivery)
+	for _, e := range errs {
 		fmt.Fprintln(out, e)
 	}
-	if len(bad) > 0 {
+	if len(errs) > 0 {
 		fmt.Fprintln(out)
 	}
 	writeGrantTable(out, grants)
-	if len(bad) > 0 {
-		return fmt.Errorf("grants check: %d of %d files are invalid", len(bad), len(bad)+len(grants))
+	writeJobTable(out, jobs.jobs)
+	if len(bad) > 0 || jobs.problems() > 0 {
+		return jobs.summary(len(bad), len(grants))
 	}
 	return nil
 }
@@ -73,7 +81,7 @@ func writeGrantTable(out io.Writer, grants []policy.Grant) {
 		return
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tTOOL\tMODE\tMAX_TAINT\tRESULT_CLASS\tUNTRUSTED\tWHEN_UNTRUSTED\tEXPIRES\tCONSTRAINTS")
+	fmt.Fprintln(tw, "ID\tTOOL\tMODE\tMAX_TAINT\tRESULT_CLASS\tUNTRUSTED\tWHEN_UNTRUSTED\tEXPIRES\tCONSTRAINTS\tJOBS")
 	for _, g := range grants {
 		expires := "never"
 		if ts, ok := g.Expires(); ok {
@@ -83,8 +91,12 @@ func writeGrantTable(out io.Writer, grants []policy.Grant) {
 		if whenUntrusted == "" {
 			whenUntrusted = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
-			g.ResultClass(), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()))
+		jobs := "-"
+		if ids := g.Jobs(); ids != nil {
+			jobs = strings.Join(ids, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
+			g.ResultClass(), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()), jobs)
 	}
 	tw.Flush()
 }
@@ -128,7 +140,8 @@ func explainGrant(_ context.Context, cmd *cli.Command) error {
 	for _, e := range bad {
 		fmt.Fprintf(cmd.Root().ErrWriter, "ignored, as brokerd would: %v\n", e)
 	}
-	d, err := policy.Decide(grants, req)
+	// Grants with jobs apply only in runs of those jobs (DESIGN.md section 13).
+	d, err := policy.Decide(policy.GrantsForJob(grants, cmd.String("job")), req)
 	if err != nil {
 		return err
 	}
@@ -145,7 +158,13 @@ func explainRequest(cmd *cli.Command) (policy.Request, error) {
 	if err != nil {
 		return policy.Request{}, usagef("--at: %v", err)
 	}
-	return policy.Request{Tool: cmd.Args().Get(0), Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
+	tool := cmd.Args().Get(0)
+	if _, ok := wire.ToolByName(tool); !ok {
+		// brokerd would deny it (no_grant), but a name that is no tool is
+		// a mistake on this line, not a decision worth explaining.
+		return policy.Request{}, fmt.Errorf("grants explain: no tool named %q; the tools are %s", tool, strings.Join(wire.ToolNames(), ", "))
+	}
+	return policy.Request{Tool: tool, Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
 }
 
 // parseAt reads --at: the wire's own form, or any RFC 3339 time.

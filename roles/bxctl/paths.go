@@ -1,6 +1,8 @@
 package bxctl
 
 import (
+	"slices"
+
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 
@@ -12,7 +14,23 @@ func homeFlags() []cli.Flag { return roles.HomeFlags() }
 
 // pathsOf resolves the installation's paths from the command's flags.
 func pathsOf(cmd *cli.Command) (config.Paths, error) {
-	return config.Resolve(cmd.String("home"), cmd.String("config"))
+	return config.Resolve(setFlag(cmd, "home"), setFlag(cmd, "config"))
+}
+
+// setFlag is the value of the flag name from the innermost command on the
+// line that was given it. A group and its commands each define --home, and
+// urfave/cli reads a flag from the innermost command that defines it, set
+// or not: `boxmaker sessions --home DIR show NAME` would lose DIR.
+func setFlag(cmd *cli.Command, name string) string {
+	for _, c := range cmd.Lineage() {
+		for _, f := range c.Flags {
+			if slices.Contains(f.Names(), name) && f.IsSet() {
+				v, _ := f.Get().(string)
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // dirArg is the command's optional DIR argument, else def.

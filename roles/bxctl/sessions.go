@@ -38,7 +38,8 @@ func callLoopd(ctx context.Context, cmd *cli.Command, m wire.Message) (wire.Mess
 		return nil, err
 	}
 	defer c.Close()
-	return c.Call(ctx, m, nil)
+	res, err := c.Call(ctx, m, nil)
+	return res, loopdSaid(err)
 }
 
 func listSessions(ctx context.Context, cmd *cli.Command) error {
@@ -76,7 +77,7 @@ func showSession(ctx context.Context, cmd *cli.Command) error {
 	}
 	res, err := callLoopd(ctx, cmd, wire.SessionLog{Session: id})
 	if err != nil {
-		return err
+		return fmt.Errorf("sessions show: %w", err)
 	}
 	log, ok := res.(wire.SessionLogResult)
 	if !ok {

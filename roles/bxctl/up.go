@@ -113,7 +113,7 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 		Start:      start,
 		Executable: exe, Daemons: daemons, Log: out, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
 		MaxRestarts: 5, Window: time.Minute, FailedRetry: cmd.Duration("failed-retry"),
-		OnChange:   func(st []supervise.Status) { writeUpState(paths, st) },
+		OnChange:   func(st []supervise.Status) { writeUpState(paths, st, cmd.Bool("scripted-model")) },
 		KillHelper: killHelper,
 	}
 	defer os.Remove(upStatePath(paths))
@@ -206,19 +206,31 @@ func prepareHome(paths config.Paths) error {
 
 func upStatePath(paths config.Paths) string { return paths.Join("run", "up.json") }
 
+// scriptedModel reports whether the boxmaker up serving the home answers
+// with the scripted model, as its run/up.json says. Without the file (no
+// up: systemd, which never runs the scripted model) it is false.
+func scriptedModel(paths config.Paths) bool {
+	var st upState
+	data, err := os.ReadFile(upStatePath(paths))
+	return err == nil && wire.Unmarshal(data, &st) == nil && st.ScriptedModel
+}
+
 // upState is run/up.json, what `boxmaker status` reads.
 type upState struct {
 	Supervisor int                `json:"supervisor"`
 	Updated    wire.Timestamp     `json:"updated"`
 	Roles      []supervise.Status `json:"roles"`
+	// ScriptedModel says inferproxy answers with the scripted model, so
+	// that chat can say so before the first reply.
+	ScriptedModel bool `json:"scripted_model"`
 }
 
-func writeUpState(paths config.Paths, st []supervise.Status) {
+func writeUpState(paths config.Paths, st []supervise.Status, scripted bool) {
 	now, _ := wire.TimestampOf(time.Now())
 	if st == nil {
 		st = []supervise.Status{}
 	}
-	data, err := wire.Marshal(&upState{Supervisor: os.Getpid(), Updated: now, Roles: st})
+	data, err := wire.Marshal(&upState{Supervisor: os.Getpid(), Updated: now, Roles: st, ScriptedModel: scripted})
 	if err != nil {
 		return
 	}

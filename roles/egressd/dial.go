@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"boxmaker/policy"
 )
@@ -18,16 +19,17 @@ import (
 // connection if any address is special and unlisted, and dials the checked
 // addresses themselves, so that nothing resolves the name again.
 type guard struct {
-	hosts         policy.HostSet
-	resolver      Resolver
-	beforeConnect func(netip.AddrPort) error
+	hosts          policy.HostSet
+	resolver       Resolver
+	resolveTimeout time.Duration
+	beforeConnect  func(netip.AddrPort) error
 
 	mu       sync.Mutex
 	approved map[string]bool // authorities (host:port) that passed AllowsURL
 }
 
 func (s *server) newGuard(hosts policy.HostSet) *guard {
-	return &guard{hosts: hosts, resolver: s.resolver, beforeConnect: s.beforeConnect, approved: map[string]bool{}}
+	return &guard{hosts: hosts, resolver: s.resolver, resolveTimeout: s.resolveTimeout, beforeConnect: s.beforeConnect, approved: map[string]bool{}}
 }
 
 func (gd *guard) approve(t policy.URLTarget) {
@@ -63,7 +65,11 @@ func (gd *guard) dial(ctx context.Context, _, address string) (net.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return gd.connect(ctx, checked)
+	conn, err := gd.connect(ctx, checked)
+	if err != nil {
+		return nil, connectFailure(ctx, address, err)
+	}
+	return conn, nil
 }
 
 // resolve asks the resolver once; an IP literal needs no question.
@@ -71,9 +77,13 @@ func (gd *guard) resolve(ctx context.Context, host string) ([]netip.Addr, error)
 	if addr, err := netip.ParseAddr(host); err == nil {
 		return []netip.Addr{addr}, nil
 	}
+	// Bounded on its own: without a network a name server that never
+	// answers would take the whole call's time, and say less.
+	ctx, cancel := context.WithTimeout(ctx, gd.resolveTimeout)
+	defer cancel()
 	addrs, err := gd.resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, fmt.Errorf("resolving %s: %w", host, err)
+		return nil, resolveFailure(host, err, gd.resolveTimeout)
 	}
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("%s has no addresses", host)
@@ -113,7 +123,7 @@ func (gd *guard) denies(addr netip.Addr, port uint16) string {
 func (gd *guard) connect(ctx context.Context, checked []netip.AddrPort) (net.Conn, error) {
 	var last error
 	for _, ap := range checked {
-		d := net.Dialer{KeepAlive: -1, Control: gd.control(ap)}
+		d := net.Dialer{Timeout: connectTimeout, KeepAlive: -1, Control: gd.control(ap)}
 		conn, err := d.DialContext(ctx, "tcp", ap.String())
 		if err == nil {
 			return conn, nil

@@ -1,6 +1,7 @@
 package egressd
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
@@ -67,6 +69,8 @@ type Options struct {
 	// with the address about to be connected; an error stops the connect.
 	// Tests use it to see what would be dialed without sending anything.
 	beforeConnect func(netip.AddrPort) error
+	// resolveTimeout bounds one name's lookup; zero: defaultResolveTimeout.
+	resolveTimeout time.Duration
 }
 
 // Main listens on opts.Socket and serves until ctx ends.
@@ -110,21 +114,23 @@ const maxCalls = 64
 
 // server is one running egressd.
 type server struct {
-	limits        config.Egress
-	allowPeer     func(sock.Peer) bool
-	resolver      Resolver
-	roots         *x509.CertPool
-	log           *log.Logger
-	beforeConnect func(netip.AddrPort) error
-	slots         chan struct{}
-	calls         sync.WaitGroup
+	limits         config.Egress
+	allowPeer      func(sock.Peer) bool
+	resolver       Resolver
+	roots          *x509.CertPool
+	log            *log.Logger
+	beforeConnect  func(netip.AddrPort) error
+	resolveTimeout time.Duration
+	slots          chan struct{}
+	calls          sync.WaitGroup
 }
 
 func newServer(opts Options) (*server, error) {
 	s := &server{
 		limits: opts.Limits, allowPeer: opts.AllowPeer, resolver: opts.Resolver,
 		roots: opts.RootCAs, log: opts.Log, beforeConnect: opts.beforeConnect,
-		slots: make(chan struct{}, maxCalls),
+		resolveTimeout: cmp.Or(opts.resolveTimeout, defaultResolveTimeout),
+		slots:          make(chan struct{}, maxCalls),
 	}
 	if s.limits == (config.Egress{}) {
 		s.limits = config.Defaults().Egress

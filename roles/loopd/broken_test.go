@@ -3,6 +3,7 @@ package loopd
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"boxmaker/fixtures/llamadouble"
 	"boxmaker/wire"
@@ -60,11 +61,17 @@ func TestStreamErrorStillStreamedText(t *testing.T) {
 	}
 }
 
+// TestModelUnreachable: with nobody on infer.sock the turn fails once loopd
+// has waited redialFor for an inferproxy to come, and not much later.
 func TestModelUnreachable(t *testing.T) {
 	e := newEnv(t, envOptions{script: toolScript, noInfer: true})
+	start := time.Now()
 	out := e.chat("", "hello", nil)
 	if out.err == nil || !strings.Contains(out.err.Error(), "not reachable through infer.sock") {
 		t.Fatalf("got %v", out.err)
+	}
+	if took := time.Since(start); took < redialFor || took > redialFor+5*time.Second {
+		t.Errorf("the turn failed after %s; loopd redials for %s", took, redialFor)
 	}
 	e.serveInfer(e.double)
 	e.mustChat("", "hello")

@@ -9,12 +9,24 @@ import (
 	"boxmaker/wire"
 )
 
+// handlerFor answers requests from client's socket. Only gatewayd starts a
+// session under a name of its own (one per thread); through the owner's
+// socket a name resumes a session that exists, so that a mistyped
+// --session is an error rather than a new, empty session.
+func (l *loopd) handlerFor(client string) sock.Handler {
+	names := client == "gatewayd"
+	return func(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
+		return l.handle(ctx, req, reply, names)
+	}
+}
+
 // handle answers one request on loop.sock; the socket's table has already
-// refused every other kind.
-func (l *loopd) handle(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
+// refused every other kind. names says whether a chat_send may start a
+// session under the name it gives.
+func (l *loopd) handle(ctx context.Context, req wire.Envelope, reply sock.Replier, names bool) error {
 	switch m := req.Msg.(type) {
 	case wire.ChatSend:
-		return l.chatSend(ctx, m, reply)
+		return l.chatSend(ctx, m, reply, names)
 	case wire.SessionList:
 		return reply(wire.Envelope{Final: true, Msg: wire.SessionListResult{Sessions: l.store.list()}})
 	case wire.SessionLog:
@@ -26,9 +38,9 @@ func (l *loopd) handle(ctx context.Context, _ sock.Peer, req wire.Envelope, repl
 // chatSend runs one turn. Its events stream as they happen; a turn that
 // fails ends with an error frame whose detail says why, and the connection
 // stays open for the next message.
-func (l *loopd) chatSend(ctx context.Context, m wire.ChatSend, reply sock.Replier) error {
+func (l *loopd) chatSend(ctx context.Context, m wire.ChatSend, reply sock.Replier, names bool) error {
 	ev := &events{reply: reply}
-	res, err := l.chat(ctx, m, ev)
+	res, err := l.chat(ctx, m, ev, names)
 	switch {
 	case err != nil && errors.Is(context.Cause(ctx), sock.ErrPeerGone):
 		// The client left mid-turn: nobody would read the rest, and its
@@ -53,7 +65,7 @@ func (l *loopd) sessionLog(m wire.SessionLog, reply sock.Replier) error {
 		return replyError(reply, wire.Internal, err.Error())
 	}
 	if !ok {
-		return replyError(reply, wire.BadMessage, fmt.Sprintf("no session named %s", m.Session))
+		return replyError(reply, wire.BadMessage, noSession(m.Session).Error())
 	}
 	r, err := readEpoch(epochFile(ss.dir, epoch))
 	if err != nil {

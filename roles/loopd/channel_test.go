@@ -122,17 +122,41 @@ func checkRequestErrors(t *testing.T, e *env, s string) {
 // starts it, a known one resumes it.
 func TestNamedSessions(t *testing.T) {
 	e := newEnv(t, envOptions{script: toolScript})
-	if got := e.mustChat("mm-thread-1", "hello").done.Session.String(); got != "mm-thread-1" {
+	if got := e.mustChatVia("gatewayd", "mm-thread-1", "hello").done.Session.String(); got != "mm-thread-1" {
 		t.Fatalf("session %s", got)
 	}
-	e.mustChat("mm-thread-1", "again")
-	e.mustChat("mm-thread-2", "hello")
+	e.mustChatVia("gatewayd", "mm-thread-1", "again")
+	e.mustChatVia("gatewayd", "mm-thread-2", "hello")
 	if got := kinds(e.readLog("mm-thread-1", 1)); got != "start user assistant user assistant" {
 		t.Errorf("log %s", got)
 	}
 	starts := []wire.SessionStart{e.readLog("mm-thread-1", 1)[0].(wire.SessionStart), e.readLog("mm-thread-2", 1)[0].(wire.SessionStart)}
 	if starts[0].Slot != 0 || starts[1].Slot != 0 {
 		t.Errorf("slots %d %d on a one-slot server", starts[0].Slot, starts[1].Slot)
+	}
+}
+
+// TestOwnerResumesOnly: through the owner's socket a name resumes a
+// session that exists; a name no session has (a typo) is an error naming
+// it, and starts nothing. A new session comes only without a name.
+func TestOwnerResumesOnly(t *testing.T) {
+	e := newEnv(t, envOptions{script: toolScript})
+	s := e.mustChat("", "hello").done.Session.String()
+	e.mustChat(s, "again")
+	typo := s[:len(s)-1] + "x"
+	out := e.chat(typo, "hello", nil)
+	if wire.CodeOf(out.err) != wire.BadMessage || !strings.Contains(out.err.Error(), "no session named "+typo+" (`boxmaker sessions` lists them)") {
+		t.Fatalf("a mistyped name: %v", out.err)
+	}
+	if len(out.events) > 0 {
+		t.Errorf("a mistyped name got events: %v", out.events)
+	}
+	if _, err := os.Stat(filepath.Join(e.home, "sessions", typo)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a mistyped name left a session directory: %v", err)
+	}
+	e.mustChatVia("gatewayd", "mm-thread", "hello")
+	if got := e.mustChat("mm-thread", "the owner may resume it").done.Session.String(); got != "mm-thread" {
+		t.Errorf("resumed %s", got)
 	}
 }
 
@@ -182,7 +206,7 @@ func TestConcurrentTurns(t *testing.T) {
 	for i := range 8 {
 		name := []string{"shared", "other-a", "other-b", "shared"}[i%4]
 		wg.Go(func() {
-			if out := e.chat(name, "read note todo.md", nil); out.err != nil {
+			if out := e.chatVia("gatewayd", name, "read note todo.md", nil); out.err != nil {
 				errs <- out.err
 			}
 		})

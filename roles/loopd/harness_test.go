@@ -125,6 +125,8 @@ type env struct {
 	infer  *http.Server
 	logs   *syncbuf.Buffer // brokerd's and loopd's
 	stop   func()          // stops loopd
+	open   int             // Options.OpenSessions
+	broker *exec.Cmd       // brokerd as startBroker started it
 }
 
 // envOptions shape an env; the zero value is a plain one.
@@ -136,6 +138,7 @@ type envOptions struct {
 	grants  map[string]string // id -> grant file
 	wrap    func(http.Handler) http.Handler
 	noInfer bool // leave infer.sock unserved
+	open    int  // sessions kept open; 0: the default
 }
 
 const (
@@ -148,7 +151,7 @@ func newEnv(t testing.TB, o envOptions) *env {
 	t.Helper()
 	_, err := sandbox.Check(context.Background(), "/usr/bin/bwrap")
 	require.Bwrap(t, err)
-	e := &env{t: t, home: t.TempDir(), logs: &syncbuf.Buffer{}}
+	e := &env{t: t, home: t.TempDir(), logs: &syncbuf.Buffer{}, open: o.open}
 	e.write("etc/config.toml", o.config)
 	e.write("memory/core.md", coreText)
 	e.write("memory/notes/todo.md", "buy milk\n")
@@ -199,15 +202,26 @@ func (e *env) socket(client, listener string) string {
 // startBroker runs the real brokerd and waits for loopd's socket to it.
 func (e *env) startBroker() {
 	e.t.Helper()
-	proc := exec.Command(boxmakerBinary(e.t), "--home", e.home)
+	proc, err := e.launchBroker(boxmakerBinary(e.t))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.broker = proc
+	e.waitFor(e.socket("loopd", "brokerd"), "brokerd")
+}
+
+// launchBroker starts brokerd from bin without waiting for it; any
+// goroutine may call it.
+func (e *env) launchBroker(bin string) (*exec.Cmd, error) {
+	proc := exec.Command(bin, "--home", e.home)
 	proc.Args[0] = "brokerd"
 	proc.Stdout, proc.Stderr = e.logs, e.logs
 	proc.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := proc.Start(); err != nil {
-		e.t.Fatal(err)
+		return nil, err
 	}
 	e.t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	e.waitFor(e.socket("loopd", "brokerd"), "brokerd")
+	return proc, nil
 }
 
 // serveInfer answers HTTP on infer.sock, where inferproxy listens.
@@ -228,7 +242,7 @@ func (e *env) startLoopd() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0)})
+		done <- Run(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0), OpenSessions: e.open})
 	}()
 	var once sync.Once
 	e.stop = func() {
@@ -241,6 +255,7 @@ func (e *env) startLoopd() {
 	}
 	e.t.Cleanup(e.stop)
 	e.waitFor(e.socket("bxctl", "loopd"), "loopd")
+	e.waitFor(e.socket("gatewayd", "loopd"), "loopd")
 }
 
 func (e *env) restartLoopd() {
@@ -294,7 +309,13 @@ func (o turnOut) calls() []wire.CallID {
 // the turn; onEvent, if set, sees each event as it arrives.
 func (e *env) chat(session, content string, onEvent func(wire.ChatEvent)) turnOut {
 	e.t.Helper()
-	c, err := sock.Dial(e.socket("bxctl", "loopd"))
+	return e.chatVia("bxctl", session, content, onEvent)
+}
+
+// chatVia is chat through client's socket to loopd.
+func (e *env) chatVia(client, session, content string, onEvent func(wire.ChatEvent)) turnOut {
+	e.t.Helper()
+	c, err := sock.Dial(e.socket(client, "loopd"))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -326,7 +347,13 @@ func (e *env) chat(session, content string, onEvent func(wire.ChatEvent)) turnOu
 // mustChat is chat that fails the test on an error.
 func (e *env) mustChat(session, content string) turnOut {
 	e.t.Helper()
-	out := e.chat(session, content, nil)
+	return e.mustChatVia("bxctl", session, content)
+}
+
+// mustChatVia is chatVia that fails the test on an error.
+func (e *env) mustChatVia(client, session, content string) turnOut {
+	e.t.Helper()
+	out := e.chatVia(client, session, content, nil)
 	if out.err != nil {
 		e.t.Fatalf("chat %q: %v\n%s", content, out.err, e.logs)
 	}

@@ -36,7 +36,8 @@ func newInferClient(socket string) *inferClient {
 	var d net.Dialer
 	tr := &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-			return d.DialContext(ctx, "unix", socket)
+			// Waits a little for an inferproxy that restarts (redial).
+			return redial(ctx, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", socket) })
 		},
 		MaxIdleConnsPerHost: 8,
 		// Streams are read as they come; compression would only delay them.

@@ -33,6 +33,9 @@ type Options struct {
 	Paths config.Paths
 	Log   *log.Logger
 	Clock func() time.Time // default time.Now
+	// OpenSessions bounds the sessions kept open between turns; default
+	// DefaultOpenSessions.
+	OpenSessions int
 }
 
 // loopd is one running loopd.
@@ -68,6 +71,9 @@ func start(opts Options) (*loopd, error) {
 	if opts.Clock == nil {
 		opts.Clock = time.Now
 	}
+	if opts.OpenSessions <= 0 {
+		opts.OpenSessions = DefaultOpenSessions
+	}
 	cfg, err := config.Load(opts.Paths.Config)
 	if err != nil {
 		return nil, err
@@ -75,7 +81,7 @@ func start(opts Options) (*loopd, error) {
 	if err := cfg.Loop.Check(); err != nil {
 		return nil, fmt.Errorf("%s: %w", opts.Paths.Config, err)
 	}
-	st, err := openStore(opts.Paths.Join("sessions"), opts.Log, opts.Clock)
+	st, err := openStore(opts.Paths.Join("sessions"), opts.Log, opts.Clock, opts.OpenSessions)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +136,7 @@ func (l *loopd) listen(pair roles.Pair) (*sock.Server, *net.UnixListener, error)
 		Name:      fmt.Sprintf("loopd (%s)", filepath.Base(filepath.Dir(path))),
 		Accepts:   channelKinds,
 		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
-		Handle:    l.handle,
+		Handle:    l.handlerFor(pair.Client),
 		Log:       l.log,
 	}, ln, nil
 }

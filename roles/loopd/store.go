@@ -2,6 +2,7 @@ package loopd
 
 import (
 	"cmp"
+	"container/list"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -26,6 +27,7 @@ type store struct {
 
 	mu   sync.Mutex
 	byID map[string]*session
+	open openSessions
 }
 
 // session is one conversation. Its turn token is held by the one turn that
@@ -38,17 +40,18 @@ type session struct {
 	// Guarded by store.mu.
 	info    wire.SessionInfo // Epoch 0: not created yet
 	slot    uint32
-	slotted bool  // slot is the session's, or reserved for its creation
-	damaged error // the log could not be read; the session is not resumed
+	slotted bool          // slot is the session's, or reserved for its creation
+	damaged error         // the log could not be read; the session is not resumed
+	open    *list.Element // in store.open while state is open, else nil
 
-	state *epochState // nil until the session's first turn since loopd started
+	state *epochState // nil until its first turn since loopd started or closed it idle
 }
 
-func openStore(dir string, logger *log.Logger, clock func() time.Time) (*store, error) {
+func openStore(dir string, logger *log.Logger, clock func() time.Time, maxOpen int) (*store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s := &store{dir: dir, log: logger, clock: clock, byID: map[string]*session{}}
+	s := &store{dir: dir, log: logger, clock: clock, byID: map[string]*session{}, open: openSessions{max: maxOpen}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -91,16 +94,20 @@ func (s *store) entry(id wire.SessionID) *session {
 	return ss
 }
 
-// resolve finds the session a chat_send names, or a fresh name for null.
-func (s *store) resolve(name *wire.SessionID) (*session, error) {
+// resolve finds the session a chat_send names, or a fresh name for null. A
+// name no session has yet is started only when names allows it.
+func (s *store) resolve(name *wire.SessionID, names bool) (*session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if name != nil {
-		ss := s.entry(*name)
-		if ss.damaged != nil {
+		ss, known := s.byID[name.String()]
+		switch {
+		case known && ss.damaged != nil:
 			return nil, clientError{fmt.Sprintf("session %s is not resumed: its log is damaged: %v", name, ss.damaged)}
+		case !names && (!known || ss.info.Epoch == 0):
+			return nil, noSession(*name)
 		}
-		return ss, nil
+		return s.entry(*name), nil
 	}
 	for {
 		id, err := s.newID()
@@ -200,6 +207,11 @@ func (s *store) closeAll() {
 			ss.state = nil
 		}
 	}
+}
+
+// noSession answers a name no session has, saying where the names are.
+func noSession(id wire.SessionID) clientError {
+	return clientError{fmt.Sprintf("no session named %s (`boxmaker sessions` lists them)", id)}
 }
 
 // clientError is a request loopd will not carry out as asked; it is

@@ -82,7 +82,7 @@ func resultDetail(r wire.Result) string {
 // when first needed; a pending approval is announced as it arrives.
 func (t *turn) askBroker(ctx context.Context, req wire.ToolRequest) (wire.Message, error) {
 	if t.broker == nil {
-		c, err := sock.Dial(t.l.broker)
+		c, err := t.l.dialBroker(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -100,6 +100,11 @@ func (t *turn) askBroker(ctx context.Context, req wire.ToolRequest) (wire.Messag
 	return resp, err
 }
 
+// dialBroker connects to brokerd, waiting a little for one that restarts.
+func (l *loopd) dialBroker(ctx context.Context) (*sock.Client, error) {
+	return redial(ctx, func(context.Context) (*sock.Client, error) { return sock.Dial(l.broker) })
+}
+
 func (t *turn) closeBroker() {
 	if t.broker != nil {
 		t.broker.Close()
@@ -109,7 +114,7 @@ func (t *turn) closeBroker() {
 
 // toolList asks brokerd which tools the session may be shown.
 func (l *loopd) toolList(ctx context.Context, id wire.SessionID) ([]wire.ToolSpec, error) {
-	c, err := sock.Dial(l.broker)
+	c, err := l.dialBroker(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("brokerd is not answering, so the session's tools are unknown: %w", err)
 	}

@@ -17,24 +17,34 @@ type turnResult struct {
 
 // chat runs one turn of a session: the owner's message, then model replies
 // and tool calls until the model answers without a call.
-func (l *loopd) chat(ctx context.Context, m wire.ChatSend, ev *events) (turnResult, error) {
+func (l *loopd) chat(ctx context.Context, m wire.ChatSend, ev *events, names bool) (turnResult, error) {
 	if m.Content == "" {
 		return turnResult{}, clientError{"chat_send content is empty"}
 	}
-	ss, err := l.store.resolve(m.Session)
+	ss, err := l.store.resolve(m.Session, names)
 	if err != nil {
 		return turnResult{}, err
 	}
 	if err := ss.acquire(ctx); err != nil {
 		return turnResult{}, err
 	}
-	defer ss.release()
-	ev.send(wire.SessionEvent{Session: ss.id})
+	res, err := l.turnIn(ctx, ss, m, ev)
+	l.store.used(ss)
+	ss.release()
+	l.store.closeIdle()
+	return res, err
+}
+
+// turnIn runs the turn in ss, whose token the caller holds.
+func (l *loopd) turnIn(ctx context.Context, ss *session, m wire.ChatSend, ev *events) (turnResult, error) {
 	st, err := l.ready(ctx, ss)
-	if err == nil {
-		st, err = l.maybeCompact(ctx, ss, st, len(m.Content))
-	}
 	if err != nil {
+		return turnResult{}, err
+	}
+	// Named once it exists, so that a client may resume it by that name
+	// even if this turn fails.
+	ev.send(wire.SessionEvent{Session: ss.id})
+	if st, err = l.maybeCompact(ctx, ss, st, len(m.Content)); err != nil {
 		return turnResult{}, err
 	}
 	t := &turn{l: l, ss: ss, st: st, ev: ev}

@@ -3,6 +3,7 @@ package toolkit
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,13 +24,14 @@ const maxBody = 8 << 20
 
 const userAgent = "boxmaker"
 
-// httpFetch GETs the URL through egressd and returns the page as text.
-func (t *tools) httpFetch(a wire.HTTPFetchArgs) toolrun.Output {
+// httpFetch fetches the URL through egressd (GET, as its catalog row
+// says) and returns the page as text.
+func (t *tools) httpFetch(_ context.Context, a wire.HTTPFetchArgs) toolrun.Output {
 	u, err := url.Parse(a.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return failed("http_fetch", "%q is not an http(s) URL", a.URL)
 	}
-	req, err := http.NewRequest(http.MethodGet, a.URL, nil)
+	req, err := t.newEgressRequest(a.URL, nil)
 	if err != nil {
 		return failed("http_fetch", "%v", err)
 	}
@@ -39,13 +41,20 @@ func (t *tools) httpFetch(a wire.HTTPFetchArgs) toolrun.Output {
 		return failed("http_fetch", "%v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed("http_fetch", "status %d", resp.StatusCode)
+		return failed("http_fetch", "%s", statusReason(resp, body))
 	}
 	text, err := pageText(resp.Header.Get("Content-Type"), body, u)
 	if err != nil {
 		return failed("http_fetch", "%v", err)
 	}
 	return succeeded(text)
+}
+
+// newEgressRequest makes a request with the method the tool's catalog row
+// names, which is the one method brokerd asked egressd to let through.
+func (t *tools) newEgressRequest(target string, body io.Reader) (*http.Request, error) {
+	tool, _ := wire.ToolByName(t.job.Tool)
+	return http.NewRequest(tool.Sandbox.Egress.Method, target, body)
 }
 
 // roundTrip sends req in absolute form over the egress connection, the way
@@ -133,9 +142,10 @@ type chatResponse struct {
 	} `json:"choices"`
 }
 
-// consult asks the configured hosted model. The Authorization header is
+// consult posts the prompt to the configured hosted model (its catalog
+// row says POST, to the consult endpoint). The Authorization header is
 // not here: egressd adds it outside the sandbox.
-func (t *tools) consult(a wire.ConsultArgs) toolrun.Output {
+func (t *tools) consult(_ context.Context, a wire.ConsultArgs) toolrun.Output {
 	payload, err := json.Marshal(chatRequest{
 		Model:    t.job.Consult.Model,
 		Messages: []chatMessage{{Role: "user", Content: a.Prompt}},
@@ -143,7 +153,7 @@ func (t *tools) consult(a wire.ConsultArgs) toolrun.Output {
 	if err != nil {
 		return failed("consult", "%v", err)
 	}
-	req, err := http.NewRequest(http.MethodPost, t.job.Consult.URL, bytes.NewReader(payload))
+	req, err := t.newEgressRequest(t.job.Consult.URL, bytes.NewReader(payload))
 	if err != nil {
 		return failed("consult", "%v", err)
 	}
@@ -153,7 +163,7 @@ func (t *tools) consult(a wire.ConsultArgs) toolrun.Output {
 		return failed("consult", "%v", err)
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return failed("consult", "status %d", resp.StatusCode)
+		return failed("consult", "%s", statusReason(resp, body))
 	}
 	var answer chatResponse
 	if err := json.Unmarshal(body, &answer); err != nil {

@@ -2,6 +2,7 @@ package toolkit
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -15,7 +16,7 @@ import (
 
 // fileRead reads an absolute path; brokerd mounted the granted paths at
 // their own paths, so the path means the same inside as on the host.
-func (t *tools) fileRead(a wire.FileReadArgs) toolrun.Output {
+func (t *tools) fileRead(_ context.Context, a wire.FileReadArgs) toolrun.Output {
 	if !filepath.IsAbs(a.Path) {
 		return failed("file_read", "%q is not an absolute path", a.Path)
 	}

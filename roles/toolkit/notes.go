@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -20,7 +21,7 @@ func (t *tools) notePath(tool, rel string) (string, error) {
 	return filepath.Join(t.memory, rel), nil
 }
 
-func (t *tools) notesRead(a wire.NotesReadArgs) toolrun.Output {
+func (t *tools) notesRead(_ context.Context, a wire.NotesReadArgs) toolrun.Output {
 	p, err := t.notePath("notes_read", a.Path)
 	if err != nil {
 		return failed("notes_read", "%v", err)
@@ -35,7 +36,7 @@ func (t *tools) notesRead(a wire.NotesReadArgs) toolrun.Output {
 // notesWrite replaces a note whole: it writes a temporary file beside it
 // and renames it over the note, so a reader never sees half a note and a
 // symlink at the note's path is replaced, never followed.
-func (t *tools) notesWrite(a wire.NotesWriteArgs) toolrun.Output {
+func (t *tools) notesWrite(_ context.Context, a wire.NotesWriteArgs) toolrun.Output {
 	p, err := t.notePath("notes_write", a.Path)
 	if err != nil {
 		return failed("notes_write", "%v", err)

@@ -3,6 +3,7 @@ package toolkit
 import (
 	"bytes"
 	"cmp"
+	"context"
 	"fmt"
 	"io/fs"
 	"path/filepath"
@@ -32,7 +33,7 @@ const (
 // score and its best passage. It scans the files (there is no index):
 // one pass counts the query words in each file, then only the files shown
 // are read again for their passages.
-func (t *tools) notesSearch(a wire.NotesSearchArgs) toolrun.Output {
+func (t *tools) notesSearch(_ context.Context, a wire.NotesSearchArgs) toolrun.Output {
 	q, err := parseQuery(a.Query)
 	if err != nil {
 		return failed("notes_search", "%v", err)

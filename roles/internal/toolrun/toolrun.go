@@ -70,8 +70,9 @@ type Limits struct {
 	FileBytes   int64 `json:"file_bytes"`   // the largest file the tool may write
 }
 
-// Consult is the hosted model the consult tool asks. The credential is not
-// here: egressd adds it to the request outside the sandbox.
+// Consult is the hosted model that a tool whose egress goes to the consult
+// endpoint asks (consult). The credential is not here: egressd adds it to
+// the request outside the sandbox.
 type Consult struct {
 	URL   string `json:"url"`
 	Model string `json:"model"`
@@ -89,16 +90,11 @@ type Needs struct {
 	Egress bool // fd 3, a connection to egressd
 }
 
-// NeedsOf reports what tool's sandbox must provide.
+// NeedsOf reports what tool's sandbox must provide, as its catalog row
+// says; a tool outside the catalog needs nothing (and Validate refuses it).
 func NeedsOf(tool string) Needs {
-	switch tool {
-	case "shell":
-		return Needs{System: true}
-	case "http_fetch", "consult":
-		return Needs{Egress: true}
-	default:
-		return Needs{}
-	}
+	t, _ := wire.ToolByName(tool)
+	return Needs{System: t.Sandbox.System, Egress: t.Sandbox.Egress.Needed()}
 }
 
 // EncodeJob validates j and encodes it canonically.
@@ -136,15 +132,16 @@ func DecodeOutput(data []byte) (Output, error) {
 
 // Validate reports why j cannot run, or nil.
 func (j Job) Validate() error {
-	if _, ok := wire.ToolByName(j.Tool); !ok {
+	tool, ok := wire.ToolByName(j.Tool)
+	if !ok {
 		return fmt.Errorf("job: no tool named %q", j.Tool)
 	}
 	needs := NeedsOf(j.Tool)
 	if j.Egress != needs.Egress {
 		return fmt.Errorf("job: %s must have egress=%v", j.Tool, needs.Egress)
 	}
-	if (j.Consult != nil) != (j.Tool == "consult") {
-		return errors.New("job: consult settings belong to the consult tool, and it needs them")
+	if (j.Consult != nil) != (tool.Sandbox.Egress.To == wire.ConsultEndpoint) {
+		return fmt.Errorf("job: %s: consult settings go with egress to the consult endpoint, and only with it", j.Tool)
 	}
 	if j.Consult != nil {
 		if err := j.Consult.validate(); err != nil {

@@ -1,0 +1,51 @@
+package policy
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// parseGrantJobs checks a grant's jobs list: job ids, each once.
+func parseGrantJobs(ids []string) ([]string, error) {
+	if len(ids) == 0 {
+		// As with constraints, an empty list would match nothing: a grant
+		// that applies in no session is a mistake, not a way to disable it.
+		return nil, errors.New("jobs = [] would apply in no session: name the jobs the grant is for, or leave jobs out for every session")
+	}
+	for i, id := range ids {
+		if err := checkJobID(id); err != nil {
+			return nil, fmt.Errorf("jobs: %v", err)
+		}
+		if slices.Contains(ids[:i], id) {
+			return nil, fmt.Errorf("jobs names %q twice", id)
+		}
+	}
+	return slices.Clone(ids), nil
+}
+
+// AppliesInJob reports whether g may take part in a decision in a session
+// brokerd minted for the job job, or, when job is "", in a session that is
+// no job's (a chat, a Mattermost thread). A grant without jobs applies in
+// every session; a grant with jobs only in sessions of those jobs.
+//
+// job must come from brokerd's own record of the sessions it minted, never
+// from a session's name or anything loopd says: a compromised loopd can
+// name a session job-<id>-<time>.
+func (g Grant) AppliesInJob(job string) bool {
+	return g.jobs == nil || job != "" && slices.Contains(g.jobs, job)
+}
+
+// GrantsForJob returns, in their order, the grants that apply in a session
+// of job ("" for a session that is no job's): what brokerd hands to Decide,
+// and to Grant.UsableIn for tool_list. The choice of grants is the only
+// thing a job changes; taint, untrusted and ask work as in any session.
+func GrantsForJob(grants []Grant, job string) []Grant {
+	var out []Grant
+	for _, g := range grants {
+		if g.AppliesInJob(job) {
+			out = append(out, g)
+		}
+	}
+	return out
+}

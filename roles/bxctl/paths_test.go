@@ -1,0 +1,25 @@
+package bxctl
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// --home counts wherever it stands on the line: before a group's command
+// as well as after it (DESIGN.md section 2).
+func TestHomeWhereverItStands(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("BOXMAKER_HOME", filepath.Join(t.TempDir(), "elsewhere"))
+	for _, args := range [][]string{
+		{"sessions", "--home", home, "show", "x"},
+		{"sessions", "show", "--home", home, "x"},
+		{"sessions", "--home", home},
+		{"notes", "--home", home, "show", "notes/x.md"},
+	} {
+		code, _, errOut := run(t, args...)
+		if code != 1 || !strings.Contains(errOut, filepath.Join(home, "run")) {
+			t.Errorf("%q: status %d, want 1 with an error about %s:\n%s", args, code, home, errOut)
+		}
+	}
+}
