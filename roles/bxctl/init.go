@@ -107,6 +107,5 @@ func layout() []layoutFile {
 		{true, "grants/fetch-public.toml", 0o644, grantFetchPublic},
 		{false, "memory/core.md", 0o644, coreMemory},
 		{false, "memory/notes/welcome.md", 0o600, welcomeNote},
-		{false, "memory/notes/todo.md", 0o600, todoNote},
 	}
 }

@@ -142,13 +142,6 @@ own messages tell you what to do.
 Be brief and exact. Say when you do not know.
 `
 
-// todoNote is the note the scripted model's greeting suggests reading.
-const todoNote = `# To do
-
-- Try a note: "read note todo.md" read this one, without asking (grant notes-read).
-- Try a fetch: "fetch https://example.org/" asks you first (grant fetch-public).
-`
-
 const welcomeNote = `# Welcome
 
 This is a note in memory/notes. boxmaker can read it (grant notes-read) and
