@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -46,6 +47,59 @@ func BenchmarkAppend(b *testing.B) {
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
+}
+
+// BenchmarkAppendScaling is group commit's gain: records a second from 64
+// goroutines appending at once against one goroutine alone. Rounds of each
+// take turns in the same run, so that both see the same disk and the same
+// neighbours; the figures are the medians over the rounds. Issue 15 asks for
+// at least 20 times.
+func BenchmarkAppendScaling(b *testing.B) {
+	one, many := openBench(b), openBench(b)
+	rec := sampleRecord(b, 1)
+	const each1, each64 = 20, 10
+	var r1, r64, ratio []float64
+	for b.Loop() {
+		a := each1 / appendRound(b, one, rec, 1, each1).Seconds()
+		z := 64 * each64 / appendRound(b, many, rec, 64, each64).Seconds()
+		r1, r64, ratio = append(r1, a), append(r64, z), append(ratio, z/a)
+	}
+	b.ReportMetric(median(r64), "records/s")
+	b.ReportMetric(median(r1), "ref-records/s")
+	b.ReportMetric(median(ratio), "x-vs-ref")
+}
+
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+func openBench(b *testing.B) *Writer {
+	w, err := Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { w.Close() })
+	return w
+}
+
+// appendRound has writers goroutines append each records of rec to w at
+// once and returns how long they took.
+func appendRound(b *testing.B, w *Writer, rec wire.AuditRecord, writers, each int) time.Duration {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range writers {
+		wg.Go(func() {
+			for range each {
+				if _, err := w.Append(rec); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(start)
 }
 
 // BenchmarkVerify measures Verify over a generated log of AUDIT_BENCH_MB
