@@ -103,9 +103,12 @@ func appendRound(b *testing.B, w *Writer, rec wire.AuditRecord, writers, each in
 }
 
 // BenchmarkVerify measures Verify over a generated log of AUDIT_BENCH_MB
-// megabytes (16 unless set; `make bench` uses 200) and, for comparison,
-// `sha256sum` over the same files, which reads and hashes the same bytes
-// without checking anything.
+// megabytes (16 unless set; `make bench` uses 200) against `openssl dgst
+// -sha256` over the same files, which reads and hashes the same bytes on one
+// core without checking anything. Each round runs both, so that both see the
+// same machine; the figures are medians. Issue 15 asks Verify, spread over
+// the cores, for at least 1.5 times openssl's rate on two cores. sha256sum
+// is reported too, as before.
 func BenchmarkVerify(b *testing.B) {
 	mb := 16
 	if s := os.Getenv("AUDIT_BENCH_MB"); s != "" {
@@ -115,18 +118,45 @@ func BenchmarkVerify(b *testing.B) {
 		}
 	}
 	dir, size := benchLog(b, int64(mb)<<20)
+	openssl, err := exec.LookPath("openssl")
+	if err != nil {
+		b.Logf("no openssl to compare with: %v", err)
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.SetBytes(size)
+	var verify, ref []float64
 	for b.Loop() {
+		start := time.Now()
 		if _, err := Verify(dir); err != nil {
 			b.Fatal(err)
 		}
+		verify = append(verify, float64(size)/time.Since(start).Seconds()/1e6)
+		if openssl != "" {
+			ref = append(ref, commandRate(b, size, openssl, append([]string{"dgst", "-sha256"}, files...)...))
+		}
 	}
-	verifyRate := float64(size) * float64(b.N) / b.Elapsed().Seconds() / 1e6
+	b.ReportMetric(median(verify), "verify-MB/s")
 	b.ReportMetric(hashOnlyRate(b, dir, size), "hash-only-MB/s")
 	if rate, ok := sha256sumRate(b, dir, size); ok {
 		b.ReportMetric(rate, "sha256sum-MB/s")
-		b.ReportMetric(verifyRate/rate, "verify/sha256sum")
+		b.ReportMetric(median(verify)/rate, "verify/sha256sum")
 	}
+	if len(ref) > 0 {
+		b.ReportMetric(median(ref), "openssl-MB/s")
+		b.ReportMetric(median(verify)/median(ref), "x-vs-ref")
+	}
+}
+
+// commandRate runs a command that reads size bytes and returns its rate in MB/s.
+func commandRate(b *testing.B, size int64, name string, args ...string) float64 {
+	start := time.Now()
+	if out, err := exec.Command(name, args...).CombinedOutput(); err != nil {
+		b.Fatalf("%s: %v: %s", name, err, out)
+	}
+	return float64(size) / time.Since(start).Seconds() / 1e6
 }
 
 // BenchmarkParseLine compares the canonical fast path with wire's decoder
