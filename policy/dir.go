@@ -201,12 +201,12 @@ func (d *Dir) rebuild() {
 // its directory cannot vouch for it: a symlink's target and a file with
 // other links can change without an event in the directory.
 func readGrantFile(path string) (data []byte, reread bool, err error) {
-	fi, err := os.Lstat(path)
-	if err != nil {
-		return nil, true, err
-	}
 	if data, err = os.ReadFile(path); err != nil {
 		return nil, true, err
+	}
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return data, true, nil // gone since: the next Load reads it again
 	}
 	return data, fi.Mode()&fs.ModeSymlink != 0 || otherLinks(fi), nil
 }
