@@ -6,17 +6,19 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 
 	"boxmaker/wire"
 )
 
 // await queues req and returns once req is on disk (nil, or req's own error
-// if it could not be encoded) or will never be written (the Writer's error).
+// if it could not be sealed) or will never be written (the Writer's error).
 //
-// Group commit: the first waiting goroutine that finds no batch in progress
-// becomes the leader, takes everything queued so far as one batch and writes
-// it with one write and one fsync per day file; appends that arrive meanwhile
-// queue up for the next leader.
+// Group commit: each append encodes its record before it queues (seal.go).
+// The first waiting goroutine that finds no batch in progress becomes the
+// leader, gathers the appends about to queue, takes everything queued as one
+// batch, seals each record and writes the batch with one write and one fsync
+// per day file; appends that arrive meanwhile queue up for the next leader.
 //
 // WARNING: a request is marked done only by lead, after commit has returned
 // without error for its whole batch, which is after the fsync; so no caller
@@ -48,9 +50,10 @@ func (w *Writer) await(req *request) error {
 // again on return, but releases it while writing, so that more appends can
 // queue meanwhile; leading marks the chain's tail and files as taken.
 func (w *Writer) lead() {
+	w.leading = true
+	w.gather()
 	batch := w.queue
 	w.queue = nil
-	w.leading = true
 	w.mu.Unlock()
 	err := w.commit(batch)
 	w.mu.Lock()
@@ -68,6 +71,30 @@ func (w *Writer) lead() {
 	}
 	w.wake.Broadcast()
 }
+
+// gather lets the appends that are about to queue join the leader's batch
+// before it is taken, with mu held on entry and return. The appends that
+// one batch acknowledges all append again at once, but each must first be
+// scheduled and encode its record; without this the first of them to queue
+// would lead a batch of one or two and the rest would wait a whole fsync
+// for the next. So the leader yields the processor, with mu released, for
+// as long as each yield brings more requests, at most maxGatherYields
+// times. A lone writer yields once and finds nothing new. Only when the
+// batch is taken does it change; what is acknowledged, and when, does not.
+func (w *Writer) gather() {
+	for range maxGatherYields {
+		n := len(w.queue)
+		w.mu.Unlock()
+		runtime.Gosched()
+		w.mu.Lock()
+		if len(w.queue) == n {
+			return
+		}
+	}
+}
+
+// maxGatherYields bounds the wait of gather when appends keep coming.
+const maxGatherYields = 64
 
 // commit seals each request in order, writes the lines to the file of their
 // date and fsyncs it. Any error here is fatal to the Writer; a request that
@@ -93,9 +120,10 @@ func (w *Writer) commit(batch []*request) error {
 	return w.flush()
 }
 
-// seal gives r the next seq, its time and prev, encodes it and returns the
-// line and its day. The chain's tail moves on only for a good line, so a
-// record that cannot be stored takes no seq.
+// seal gives r the next seq, its time and prev, puts them in front of its
+// body and returns the line, valid until the next seal, and its day. The
+// chain's tail moves on only for a good line, so a record that cannot be
+// stored takes no seq.
 func (w *Writer) seal(r *request) (line []byte, day int64, err error) {
 	now, err := wire.TimestampOf(w.clock())
 	if err != nil {
@@ -103,20 +131,16 @@ func (w *Writer) seal(r *request) (line []byte, day int64, err error) {
 	}
 	ts := max(now, w.floor, w.head.time)
 	seq, prev := w.head.seq+1, w.head.hash
-	var e wire.AuditEntry
-	if r.recovery != nil {
-		e = wire.RecoveryRecord{Seq: seq, Time: ts, Prev: prev, Recovery: *r.recovery}
-	} else {
-		r.rec.Seq, r.rec.Time, r.rec.Prev = seq, ts, prev
-		e = r.rec
-	}
-	if line, err = wire.EncodeAuditEntry(e); err != nil {
+	if line, err = appendChain(w.line[:0], chainFields{Seq: seq, Time: ts, Prev: prev}, &w.timeText); err != nil {
 		return nil, 0, fmt.Errorf("audit: %w", err)
 	}
+	line = append(line, r.body...)
+	w.line = line
 	if len(line) > MaxLine {
 		return nil, 0, fmt.Errorf("audit: record is %d bytes, over the %d a line may hold", len(line), MaxLine)
 	}
 	w.head = chainHead{seq: seq, hash: sha256.Sum256(line), time: ts}
+	r.rec.Seq, r.rec.Time, r.rec.Prev = seq, ts, prev
 	return line, dayOf(ts), nil
 }
 
@@ -139,6 +163,9 @@ func (w *Writer) flush() error {
 	}
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // let one huge batch's buffer go
+	}
+	if cap(w.line) > 64<<10 {
+		w.line = nil // and one huge line's
 	}
 	w.buf = w.buf[:0]
 	return nil

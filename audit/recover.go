@@ -57,7 +57,11 @@ func (w *Writer) repair(s *chainScan) error {
 	if !s.run.open {
 		return nil
 	}
-	req := &request{recovery: &wire.Recovery{TornBytes: s.run.n, TornSHA256: s.runSum()}}
+	body, err := encodeBody(wire.RecoveryRecord{Recovery: wire.Recovery{TornBytes: s.run.n, TornSHA256: s.runSum()}})
+	if err != nil {
+		return err
+	}
+	req := &request{body: body}
 	if err := w.commit([]*request{req}); err != nil {
 		return err
 	}

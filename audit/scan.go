@@ -1,14 +1,10 @@
 package audit
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"hash"
-	"io"
-	"os"
-	"path/filepath"
 
 	"boxmaker/wire"
 )
@@ -46,20 +42,25 @@ type chainScan struct {
 	run       tornRun  // open at the end only in repair mode
 	noNewline bool     // the log's last line has no newline (repair mode)
 	lastFile  *dayFile // the newest day file, if any
-	rd        *bufio.Reader
 }
 
 // scanDir checks every day file of dir in date order.
 func scanDir(dir string, repair bool) (*chainScan, error) {
+	return scanDirWith(dir, repair, chunkBytes, 0)
+}
+
+// scanDirWith is scanDir with chunks cut at target bytes and that many
+// parsing workers (GOMAXPROCS when zero); tests vary both.
+func scanDirWith(dir string, repair bool, target, workers int) (*chainScan, error) {
 	files, err := listDayFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	s := &chainScan{repair: repair, rd: bufio.NewReaderSize(nil, MaxLine+1)}
-	for i, f := range files {
-		if err := s.file(dir, f, i == len(files)-1); err != nil {
-			return nil, err
-		}
+	s := &chainScan{repair: repair}
+	p := startPipeline(dir, files, target, workers)
+	defer p.finish()
+	if err := s.chunks(p, files); err != nil {
+		return nil, err
 	}
 	if len(files) > 0 {
 		s.lastFile = &files[len(files)-1]
@@ -70,41 +71,59 @@ func scanDir(dir string, repair bool) (*chainScan, error) {
 	return s, nil
 }
 
-// file checks one day file, one line at a time; last says whether it is the
-// newest. Memory stays at one buffer of MaxLine, whatever the file's size.
-func (s *chainScan) file(dir string, f dayFile, last bool) error {
-	fh, err := os.Open(filepath.Join(dir, f.name))
-	if err != nil {
-		return fmt.Errorf("audit: %w", err)
+// chunks checks the lines of every chunk in order, as the workers finish
+// parsing them.
+func (s *chainScan) chunks(p *pipeline, files []dayFile) error {
+	n := 0 // the number of the last line checked in the current file
+	for c := range p.ordered {
+		f := files[c.file]
+		if c.openErr != nil {
+			return fmt.Errorf("audit: %w", c.openErr)
+		}
+		if c.file >= s.files {
+			s.files, n = c.file+1, 0
+		}
+		<-c.parsed
+		if err := s.chunk(c, f, &n, c.file == len(files)-1); err != nil {
+			return err
+		}
+		p.done(c)
 	}
-	defer fh.Close()
-	s.files++
-	s.rd.Reset(fh)
-	for n := 1; ; n++ {
-		pos := position{f.name, n}
-		b, err := s.rd.ReadSlice('\n')
-		switch {
-		case err == nil:
-			if err := s.line(pos, f.day, b[:len(b)-1]); err != nil {
+	return nil
+}
+
+// chunk checks one chunk's lines; n counts the file's lines so far, and
+// last says whether the file is the newest.
+func (s *chainScan) chunk(c *chunk, f dayFile, n *int, last bool) error {
+	for i, l := range c.lines {
+		*n++
+		pos := position{f.name, *n}
+		switch b := c.data[l.start:l.end]; {
+		case l.long:
+			return s.fail(pos.errorf("line is longer than %d bytes", MaxLine))
+		case c.tail && i == len(c.lines)-1:
+			return s.lastLine(pos, f.day, b, l, last)
+		default:
+			if err := s.line(pos, f.day, b, l); err != nil {
 				return err
 			}
-		case err == io.EOF && len(b) == 0:
-			return nil
-		case err == io.EOF:
-			return s.lastLine(pos, f.day, b, last)
-		case errors.Is(err, bufio.ErrBufferFull):
-			return s.fail(pos.errorf("line is longer than %d bytes", MaxLine))
-		default:
-			return fmt.Errorf("audit: %s: %w", f.name, err)
 		}
 	}
+	switch {
+	case c.tooLong:
+		*n++
+		return s.fail(position{f.name, *n}.errorf("line is longer than %d bytes", MaxLine))
+	case c.err != nil:
+		return fmt.Errorf("audit: %s: %w", f.name, c.err)
+	}
+	return nil
 }
 
 // lastLine handles a file's final line when it has no newline: a torn write,
 // or one still in progress. That is an error, except at the log's very end
 // when the writer is opening the log to repair it.
-func (s *chainScan) lastLine(pos position, day int64, b []byte, last bool) error {
-	if err := s.line(pos, day, b); err != nil {
+func (s *chainScan) lastLine(pos position, day int64, b []byte, l parsedLine, last bool) error {
+	if err := s.line(pos, day, b, l); err != nil {
 		return err
 	}
 	if s.repair && last {
@@ -122,11 +141,12 @@ func (s *chainScan) lastLine(pos position, day int64, b []byte, last bool) error
 
 const tornHint = "(a torn write, or one still in progress; the writer recovers a torn line when it next opens the log)"
 
-// line checks one line, given without its newline.
-func (s *chainScan) line(pos position, day int64, b []byte) error {
-	e, perr := parseEntry(b)
+// line checks one line, given without its newline, with what a worker
+// found in it.
+func (s *chainScan) line(pos position, day int64, b []byte, l parsedLine) error {
+	e, perr := l.e, l.perr
 	if s.run.open {
-		return s.inRun(pos, day, b, e, perr)
+		return s.inRun(pos, day, b, l)
 	}
 	if perr != nil {
 		s.startRun(pos, b, perr)
@@ -138,14 +158,15 @@ func (s *chainScan) line(pos position, day int64, b []byte) error {
 	if err := s.check(e, day); err != nil {
 		return &VerifyError{File: pos.file, Line: pos.line, Err: err}
 	}
-	s.commit(e, sha256.Sum256(b))
+	s.commit(e, l.sum)
 	return nil
 }
 
 // inRun handles a line that follows a torn line: it is another line that
 // does not parse, or the recovery record that describes the run.
-func (s *chainScan) inRun(pos position, day int64, b []byte, e entry, perr error) error {
-	if perr != nil {
+func (s *chainScan) inRun(pos position, day int64, b []byte, l parsedLine) error {
+	e := l.e
+	if l.perr != nil {
 		s.extendRun(b)
 		return nil
 	}
@@ -159,7 +180,7 @@ func (s *chainScan) inRun(pos position, day int64, b []byte, e entry, perr error
 	if err := s.check(e, day); err != nil {
 		return pos.errorf("recovery record: %w", err)
 	}
-	s.commit(e, sha256.Sum256(b))
+	s.commit(e, l.sum)
 	s.torn += s.run.lines
 	s.run.open = false
 	return nil

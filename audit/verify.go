@@ -31,9 +31,11 @@ func (r Result) String() string {
 // Verify checks the log in dir: every day file in date order, each line's
 // strict decoding, seq, prev, time (never falling, on the file's date), and
 // that every line that does not parse is followed by the recovery record that
-// describes it. It hashes the stored bytes, holds one line at a time, and
-// stops at the first problem, returned as a *VerifyError naming the file and
-// line. A directory with no day files is an empty log and verifies.
+// describes it. It hashes the stored bytes, parsing and hashing lines on
+// every core while it checks the chain in order (pipeline.go), holds a
+// bounded number of chunks of the log at once, and stops at the first
+// problem, returned as a *VerifyError naming the file and line. A directory
+// with no day files is an empty log and verifies.
 //
 // Verify takes no lock, so it may run beside the writer; a record being
 // written at that moment can show as a last line without its newline.

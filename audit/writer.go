@@ -22,28 +22,31 @@ type Writer struct {
 	mu      sync.Mutex
 	wake    sync.Cond // broadcast when a batch ends or the writer closes
 	queue   []*request
-	leading bool  // a goroutine is writing a batch, without mu held
+	leading bool  // a goroutine is gathering or writing a batch, without mu held
 	err     error // sticky: set once, the answer to every later append
 	closed  bool
 	durable Head // the newest record known to be on disk
 
 	// The tail of the chain and the open files belong to whichever goroutine
 	// is leading (or to Open, before the Writer is shared); see lead.
-	head  chainHead
-	floor wire.Timestamp // no record's time goes before this
-	dirf  file
-	cur   file  // the day file being appended to; nil before the first
-	day   int64 // cur's day
-	buf   []byte
+	head     chainHead
+	floor    wire.Timestamp // no record's time goes before this
+	dirf     file
+	cur      file   // the day file being appended to; nil before the first
+	day      int64  // cur's day
+	buf      []byte // the batch's lines
+	line     []byte // the line being sealed
+	timeText cachedTime
 }
 
 // request is one entry waiting for a batch: a record, or at Open the
-// recovery record for a torn tail.
+// recovery record for a torn tail, already encoded but for its chain fields
+// (see seal.go).
 type request struct {
-	rec      wire.AuditRecord
-	recovery *wire.Recovery
-	done     bool
-	err      error
+	rec  wire.AuditRecord // its seq, time and prev are set once it is sealed
+	body []byte
+	done bool
+	err  error
 }
 
 // Option changes how Open sets up a Writer.
@@ -91,7 +94,11 @@ func (w *Writer) Append(rec wire.AuditRecord) (wire.AuditRecord, error) {
 	if rec.Seq != 0 || rec.Time != 0 || rec.Prev != (wire.Hash32{}) {
 		return wire.AuditRecord{}, errors.New("audit: Append gives seq, time and prev; pass them as zero")
 	}
-	req := &request{rec: rec}
+	body, err := encodeBody(rec)
+	if err != nil {
+		return wire.AuditRecord{}, err
+	}
+	req := &request{rec: rec, body: body}
 	if err := w.await(req); err != nil {
 		return wire.AuditRecord{}, err
 	}

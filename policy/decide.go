@@ -99,14 +99,26 @@ func (d *Decision) candidates(grants []Grant) []Grant {
 	return candidates
 }
 
+// sortedForTool returns the grants for tool in id order. Grants usually come
+// from LoadDir or Dir, already in id order, and brokerd decides over all of
+// them on every call, so the copy is made once at its size and a sorted list
+// is not sorted again.
 func sortedForTool(grants []Grant, tool string) []Grant {
-	var mine []Grant
-	for _, g := range grants {
-		if !g.IsZero() && g.tool.Name == tool {
-			mine = append(mine, g)
+	n := 0
+	for i := range grants {
+		if !grants[i].IsZero() && grants[i].tool.Name == tool {
+			n++
 		}
 	}
-	sortByID(mine)
+	mine := make([]Grant, 0, n)
+	for i := range grants {
+		if !grants[i].IsZero() && grants[i].tool.Name == tool {
+			mine = append(mine, grants[i])
+		}
+	}
+	if !slices.IsSortedFunc(mine, byID) {
+		sortByID(mine)
+	}
 	return mine
 }
 

@@ -9,7 +9,8 @@
 // Decision.Runnable refuses the zero value, a denial and an ask that the
 // owner has not approved.
 //
-// policy must never do I/O beyond reading grant files, never trust what a
+// policy must never do I/O beyond reading grant files (and watching their
+// directory, so that Dir parses only what changed), never trust what a
 // tool or loopd says about a result's class, never let a grant that failed
 // to parse, or arguments that failed to parse, match anything, and never
 // import another boxmaker package than wire. Where matching is in doubt it

@@ -13,7 +13,7 @@ import (
 func LoadFile(path string) (Grant, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Grant{}, &GrantError{File: path, Problems: []Problem{{Reason: err.Error()}}}
+		return Grant{}, grantReadError(path, err)
 	}
 	return ParseGrant(path, data)
 }
@@ -55,6 +55,6 @@ func tomlNames(entries []os.DirEntry) []string {
 	return names
 }
 
-func sortByID(grants []Grant) {
-	slices.SortStableFunc(grants, func(a, b Grant) int { return cmp.Compare(a.id, b.id) })
-}
+func sortByID(grants []Grant) { slices.SortStableFunc(grants, byID) }
+
+func byID(a, b Grant) int { return cmp.Compare(a.id, b.id) }

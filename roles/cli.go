@@ -57,12 +57,13 @@ type Program struct {
 // it, writes any error to stderr, and returns the exit status.
 func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	name := filepath.Base(args[0])
-	cmd := p.root()
-	if i := slices.IndexFunc(p.Roles, func(r Role) bool { return r.Name == name }); i >= 0 {
-		cmd = p.Roles[i].Command()
+	var cmd *cli.Command
+	if r, ok := p.role(name); ok {
+		cmd = r.Command()
 		cmd.Version = p.Version
 	} else {
 		name = programName
+		cmd = p.root(args[1:])
 	}
 	cmd.Name = name
 	cmd.Writer, cmd.ErrWriter, cmd.Reader = stdout, stderr, p.Stdin
@@ -72,11 +73,30 @@ func (p Program) Run(ctx context.Context, args []string, stdout, stderr io.Write
 	return report(err, name, stderr)
 }
 
+// role returns the role called name.
+func (p Program) role(name string) (Role, bool) {
+	i := slices.IndexFunc(p.Roles, func(r Role) bool { return r.Name == name })
+	if i < 0 {
+		return Role{}, false
+	}
+	return p.Roles[i], true
+}
+
 // root is `boxmaker` itself: every role, and bxctl's commands at the top.
-func (p Program) root() *cli.Command {
+// When the first argument names a role, the tree holds that role alone,
+// which then runs as it would in the whole tree: every sandboxed tool call
+// starts as `boxmaker toolkit TOOL`, and building and walking the whole tree
+// (every command's flags and help) cost more than the rest of that start.
+func (p Program) root(args []string) *cli.Command {
 	root := &cli.Command{
 		Usage:   "a self-hosted agent whose every tool call is decided, sandboxed and audited",
 		Version: p.Version,
+	}
+	if len(args) > 0 {
+		if r, ok := p.role(args[0]); ok {
+			root.Commands = []*cli.Command{r.Command()}
+			return root
+		}
 	}
 	for _, r := range p.Roles {
 		root.Commands = append(root.Commands, r.Command())

@@ -230,8 +230,19 @@ func encodeValue(enc *jsontext.Encoder, v reflect.Value) error {
 			return enc.WriteToken(jsontext.Null)
 		}
 		return encodeValue(enc, v.Elem())
+	// Leaves are written as tokens, as json/v2 writes them (the same
+	// escaping and UTF-8 check), without its per-call setup: the audit
+	// writer encodes every record through here.
 	case t.Implements(textMarshalerType):
-		return json.MarshalEncode(enc, v.Interface(), jsonOptions)
+		text, err := v.Interface().(encoding.TextMarshaler).MarshalText()
+		if err != nil {
+			return err
+		}
+		return enc.WriteToken(jsontext.String(string(text)))
+	case t.Kind() == reflect.String:
+		return enc.WriteToken(jsontext.String(v.String()))
+	case t.Kind() >= reflect.Uint && t.Kind() <= reflect.Uint64:
+		return enc.WriteToken(jsontext.Uint(v.Uint()))
 	case t.Kind() == reflect.Struct:
 		return encodeStruct(enc, v, "", "")
 	case t.Kind() == reflect.Slice:
@@ -301,13 +312,35 @@ func decodeTop(payload []byte, v any) error {
 
 // encodeTop encodes v canonically, without the newline jsontext appends.
 func encodeTop(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := jsontext.NewEncoder(&buf, jsonOptions)
-	if err := encodeValue(enc, reflect.ValueOf(v).Elem()); err != nil {
+	e := encoders.Get().(*pooledEncoder)
+	e.buf.Reset()
+	e.enc.Reset(&e.buf, jsonOptions)
+	if err := encodeValue(e.enc, reflect.ValueOf(v).Elem()); err != nil {
+		encoders.Put(e)
 		return nil, fmt.Errorf("wire: encode: %w", err)
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	out := bytes.TrimSuffix(e.buf.Bytes(), []byte("\n"))
+	if e.buf.Cap() > 64<<10 {
+		return out, nil // a buffer grown for a large frame goes with it
+	}
+	out = bytes.Clone(out)
+	encoders.Put(e)
+	return out, nil
 }
+
+// pooledEncoder is an encoder kept between calls, with its buffer and its
+// record of member names: setting them up anew cost more than the encoding
+// of a small message.
+type pooledEncoder struct {
+	buf bytes.Buffer
+	enc *jsontext.Encoder
+}
+
+var encoders = sync.Pool{New: func() any {
+	e := &pooledEncoder{}
+	e.enc = jsontext.NewEncoder(&e.buf, jsonOptions)
+	return e
+}}
 
 // asBadMessage turns a syntax or conversion error into a bad_message error
 // whose detail names the place, without Go type names.

@@ -28,7 +28,7 @@ type broker struct {
 
 	badMu    sync.Mutex
 	badSeen  map[string]bool // grant errors already logged, so each is logged once
-	grantDir string
+	grantDir *policy.Dir
 }
 
 // replyFunc sends one frame of the answer to the request being served.
@@ -36,8 +36,12 @@ type replyFunc func(final bool, m wire.Message) error
 
 // grants loads the grant files as they are now. A file that does not parse
 // is left out (fail closed), and why is logged once per distinct error.
+// policy.Dir parses a file again only when it changed (see its comment).
 func (b *broker) grants() []policy.Grant {
-	grants, bad, err := policy.LoadDir(b.grantDir)
+	grants, bad, err := b.grantDir.Load()
+	if why := b.grantDir.Uncached(); why != nil {
+		b.logOnce("grants: " + why.Error())
+	}
 	if err != nil {
 		b.logOnce(err.Error())
 		return nil

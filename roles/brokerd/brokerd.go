@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/policy"
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
@@ -46,6 +47,7 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	defer b.audit.Close()
+	defer b.grantDir.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	b.fatal = func(err error) { cancel(err) }
@@ -87,7 +89,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 		opts.Log.Print("running as root: the kernel exempts root from the sandbox's process limit; run brokerd as its own user (boxmaker up does)")
 	}
 	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
-		badSeen: map[string]bool{}, grantDir: opts.Paths.Grants, gateway: cfg.Gateway != nil}
+		badSeen: map[string]bool{}, grantDir: policy.NewDir(opts.Paths.Grants), gateway: cfg.Gateway != nil}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
 		egressSock: socketPath(opts.Paths, "brokerd", "egressd"), slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {

@@ -328,28 +328,10 @@ func (s *noteLabels) recoverPending() error {
 // TestASecretNoteTaintsItsReader proves a reader of a labelled note is
 // raised by the time its next call is decided.
 func (s *sessions) applyResultRead(id wire.SessionID, g policy.Grant, read taintLabel) error {
-	if read == (taintLabel{}) {
-		return s.applyResult(id, g)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.load(id)
-	if err != nil {
-		return err
-	}
-	if err := st.ApplyResult(g); err != nil {
-		return err
-	}
-	if st, err = policy.RestoreSession(max(st.Taint(), read.class), st.Untrusted() || read.untrusted); err != nil {
-		return err
-	}
-	data, err := st.MarshalJSON()
-	if err != nil {
-		return err
-	}
-	if err := writeDurably(s.path(id), data); err != nil {
-		return err
-	}
-	s.m[id] = st
-	return nil
+	return s.update(id, func(st policy.Session) (policy.Session, error) {
+		if err := st.ApplyResult(g); err != nil {
+			return st, err
+		}
+		return policy.RestoreSession(max(st.Taint(), read.class), st.Untrusted() || read.untrusted)
+	})
 }

@@ -14,34 +14,63 @@ import (
 
 // sessions keeps each session's policy.Session in memory and on disk, one
 // file per session under broker/sessions/, so that a restart keeps taint.
+// Each session has its own lock, so that one session's fsyncs never hold up
+// another's calls; mu guards only the map.
 type sessions struct {
-	dir string
-	mu  sync.Mutex
-	m   map[wire.SessionID]policy.Session
+	dir   string
+	write func(path string, data []byte) error // writeDurably; tests watch it
+	mu    sync.Mutex
+	m     map[wire.SessionID]*session
+}
+
+// session is one session's state. Its lock is held while the state is read
+// from disk and while a change is made durable, so that a change never
+// reads a state older than the last one stored.
+type session struct {
+	mu     sync.Mutex
+	loaded bool
+	st     policy.Session // never above what is on disk
 }
 
 func openSessions(dir string) (*sessions, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &sessions{dir: dir, m: map[wire.SessionID]policy.Session{}}, nil
+	return &sessions{dir: dir, write: writeDurably, m: map[wire.SessionID]*session{}}, nil
+}
+
+// of returns the session named id, made empty (not yet loaded) if new.
+func (s *sessions) of(id wire.SessionID) *session {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e := s.m[id]
+	if e == nil {
+		e = &session{}
+		s.m[id] = e
+	}
+	return e
 }
 
 // get returns the session's state: stored, or new. A stored file that does
 // not parse is an error, never a fresh (lower) state.
 func (s *sessions) get(id wire.SessionID) (policy.Session, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.load(id)
+	e := s.of(id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return s.load(id, e)
 }
 
-func (s *sessions) load(id wire.SessionID) (policy.Session, error) {
-	if st, ok := s.m[id]; ok {
-		return st, nil
+// load reads e from its file once, with e.mu held. No file is a new
+// session; brokerd is the only writer of the directory, so that answer
+// stays true until update writes one.
+func (s *sessions) load(id wire.SessionID, e *session) (policy.Session, error) {
+	if e.loaded {
+		return e.st, nil
 	}
 	data, err := os.ReadFile(s.path(id))
 	if errors.Is(err, fs.ErrNotExist) {
-		return policy.NewSession(), nil
+		e.st, e.loaded = policy.NewSession(), true
+		return e.st, nil
 	}
 	if err != nil {
 		return policy.Session{}, err
@@ -50,7 +79,7 @@ func (s *sessions) load(id wire.SessionID) (policy.Session, error) {
 	if err != nil {
 		return policy.Session{}, fmt.Errorf("session %s: %w", id, err)
 	}
-	s.m[id] = st
+	e.st, e.loaded = st, true
 	return st, nil
 }
 
@@ -62,23 +91,40 @@ func (s *sessions) load(id wire.SessionID) (policy.Session, error) {
 // stored taint stayed lower. TestSecretTaintBlocksPrivateGrantAcrossRestart
 // proves the stored taint is what a later call, and a restarted brokerd, go by.
 func (s *sessions) applyResult(id wire.SessionID, g policy.Grant) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st, err := s.load(id)
+	return s.update(id, func(st policy.Session) (policy.Session, error) {
+		err := st.ApplyResult(g)
+		return st, err
+	})
+}
+
+// update replaces the session's state with what change makes of it and
+// returns once the new state is on disk. A state that change leaves as it
+// was is not written again: what is in memory is never above what is on
+// disk (it was read from there, or written there first), so the disk
+// already holds at least as much. TestUnchangedStateIsNotWritten proves it.
+func (s *sessions) update(id wire.SessionID, change func(policy.Session) (policy.Session, error)) error {
+	e := s.of(id)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	st, err := s.load(id, e)
 	if err != nil {
 		return err
 	}
-	if err := st.ApplyResult(g); err != nil {
-		return err
-	}
-	data, err := st.MarshalJSON()
+	next, err := change(st)
 	if err != nil {
 		return err
 	}
-	if err := writeDurably(s.path(id), data); err != nil {
+	if next.Taint() == st.Taint() && next.Untrusted() == st.Untrusted() {
+		return nil
+	}
+	data, err := next.MarshalJSON()
+	if err != nil {
 		return err
 	}
-	s.m[id] = st
+	if err := s.write(s.path(id), data); err != nil {
+		return err
+	}
+	e.st = next
 	return nil
 }
 

@@ -118,12 +118,12 @@ func (g *gateway) serveBrokerConn(ctx context.Context, c *net.UnixConn, allowPee
 
 // approvalID is what gatewayd accepts as an approval id: it is shown in
 // posts and typed back in replies.
-var approvalID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`)
+var approvalID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9_-]{1,128}$`) })
 
 // checkRequest refuses what gatewayd could not show faithfully.
 func checkRequest(r wire.ApprovalRequest) error {
 	switch {
-	case !approvalID.MatchString(r.Approval):
+	case !approvalID().MatchString(r.Approval):
 		return fmt.Errorf("approval id %q is not 1 to 128 of [A-Za-z0-9_-]", r.Approval)
 	case r.Tool == "" || r.Grant == "":
 		return errors.New("approval_request without a tool or a grant")

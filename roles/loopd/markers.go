@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -53,7 +54,9 @@ var commonMarkers = []string{
 // templateMarkers find the markers a chat template writes out that have no
 // pipes: tags such as <start_of_turn> and </tool_call>, and bracketed
 // upper-case words such as [INST].
-var templateMarkers = regexp.MustCompile(`</?[A-Za-z_][A-Za-z0-9_.:\-]{0,63}>|\[/?[A-Z][A-Z_]{1,63}\]`)
+var templateMarkers = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`</?[A-Za-z_][A-Za-z0-9_.:\-]{0,63}>|\[/?[A-Z][A-Z_]{1,63}\]`)
+})
 
 // turnMarkers is what loopd neutralises in the text it sends the model.
 type turnMarkers struct {
@@ -65,7 +68,7 @@ type turnMarkers struct {
 func newTurnMarkers(templates []string, tokens ...string) *turnMarkers {
 	literal := slices.Clone(commonMarkers)
 	for _, t := range templates {
-		literal = append(literal, templateMarkers.FindAllString(t, -1)...)
+		literal = append(literal, templateMarkers().FindAllString(t, -1)...)
 	}
 	literal = append(literal, tokens...)
 	literal = slices.DeleteFunc(literal, func(s string) bool {

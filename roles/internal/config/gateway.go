@@ -10,6 +10,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/pelletier/go-toml/v2"
@@ -32,13 +33,19 @@ type Gateway struct {
 // GatewayDefaults are the values Check gives to absent [gateway] keys.
 var GatewayDefaults = Gateway{TokenSecret: "mattermost-bot", ApproveEmoji: "+1", DenyEmoji: "-1", EditInterval: Dur(time.Second)}
 
+// The patterns are compiled on first use, so that no role pays for them at
+// start (issue 15): only a configuration with [gateway] reaches them.
 var (
 	// Mattermost ids are 26 characters of lowercase base32.
-	mattermostID = regexp.MustCompile(`^[a-z0-9]{26}$`)
+	mattermostID = lazyRegexp(`^[a-z0-9]{26}$`)
 	// The emoji names Mattermost's Reaction.IsValid accepts.
-	emojiName  = regexp.MustCompile(`^[a-zA-Z0-9\-\+_]+$`)
-	secretName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+	emojiName  = lazyRegexp(`^[a-zA-Z0-9\-\+_]+$`)
+	secretName = lazyRegexp(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 )
+
+func lazyRegexp(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
+}
 
 // Check fills the defaults of absent keys and checks every value; its errors
 // name the key.
@@ -59,7 +66,7 @@ func (g *Gateway) Check() error {
 	if err := checkServerURL(g.URL); err != nil {
 		return err
 	}
-	if !secretName.MatchString(g.TokenSecret) {
+	if !secretName().MatchString(g.TokenSecret) {
 		return fmt.Errorf("gateway.token_secret %q must be a file name in the secrets directory", g.TokenSecret)
 	}
 	if err := checkIDs("gateway.channels", g.Channels, false); err != nil {
@@ -69,7 +76,7 @@ func (g *Gateway) Check() error {
 		return err
 	}
 	for _, e := range []struct{ key, name string }{{"approve_emoji", g.ApproveEmoji}, {"deny_emoji", g.DenyEmoji}} {
-		if !emojiName.MatchString(e.name) {
+		if !emojiName().MatchString(e.name) {
 			return fmt.Errorf("gateway.%s %q is not an emoji name (letters, digits, -, + and _, without colons)", e.key, e.name)
 		}
 	}
@@ -114,7 +121,7 @@ func checkIDs(key string, ids []string, needOne bool) error {
 		return fmt.Errorf("%s must list at least one user id (the first is the owner)", key)
 	}
 	for _, id := range ids {
-		if !mattermostID.MatchString(id) {
+		if !mattermostID().MatchString(id) {
 			return fmt.Errorf("%s: %q is not a Mattermost id (26 lowercase letters and digits)", key, id)
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sync"
 
 	"boxmaker/roles"
 )
@@ -99,11 +100,11 @@ func (s Site) SecretUses() []SecretUse {
 // credentialName is what a secret's name may be here: a file name that a
 // unit line, a credential id and a shell line all take as it is. The
 // grant parser ([a-z0-9-]) and config's token_secret check are narrower.
-var credentialName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+var credentialName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`) })
 
 // CheckSecretName refuses a secret name that is not a plain file name.
 func CheckSecretName(name string) error {
-	if !credentialName.MatchString(name) {
+	if !credentialName().MatchString(name) {
 		return fmt.Errorf("secret %q must be a plain file name (letters, digits, '.', '_' and '-')", name)
 	}
 	return nil
