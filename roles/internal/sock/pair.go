@@ -34,7 +34,8 @@ func ListenPair(home config.Paths, client, listener string, log *log.Logger) (*S
 
 // ServerFor returns the Server of the pair in which client dials listener:
 // its name, the kinds it accepts and the uids it admits (roles.PeerUIDs)
-// come from the role table. The caller sets Handle, and may change the
+// come from the role table, and whether its frames carry a descriptor. The
+// caller sets Handle (HandleFile for descriptors), and may change the
 // bounds or, in a test, the peer check.
 func ServerFor(client, listener string, log *log.Logger) (*Server, error) {
 	pair, err := pairOf(client, listener)
@@ -45,14 +46,15 @@ func ServerFor(client, listener string, log *log.Logger) (*Server, error) {
 }
 
 func serverFor(pair roles.Pair, log *log.Logger) (*Server, error) {
-	if pair.Protocol != roles.Frames {
-		return nil, fmt.Errorf("pair %s does not speak plain frames", pair.Dir())
+	if pair.Protocol != roles.Frames && pair.Protocol != roles.FramesWithDescriptor {
+		return nil, fmt.Errorf("pair %s does not speak wire frames", pair.Dir())
 	}
 	allow, err := AllowClient(pair.Client)
 	if err != nil {
 		return nil, err
 	}
-	return &Server{Name: nameOf(pair), Accepts: pair.Accepts, AllowPeer: allow, Log: log}, nil
+	return &Server{Name: nameOf(pair), Accepts: pair.Accepts, AllowPeer: allow, Log: log,
+		Descriptors: pair.Protocol == roles.FramesWithDescriptor}, nil
 }
 
 // AllowClient is the peer check of a socket that the role client dials:
