@@ -67,3 +67,18 @@ func duplicate(list []string) string {
 	}
 	return ""
 }
+
+// A compromised loopd must not be able to approve anything (DESIGN.md
+// section 1): an approval's answer is accepted only on the owner's socket
+// to brokerd, and gatewayd's decisions only come back as answers on
+// gateway.sock, which brokerd dials.
+func TestOnlyTheOwnerSocketTakesApprovalAnswers(t *testing.T) {
+	for _, p := range Pairs {
+		if slices.Contains(p.Accepts, "approval_answer") && p.Dir() != "bxctl-brokerd" {
+			t.Errorf("pair %s accepts approval_answer", p.Dir())
+		}
+		if slices.Contains(p.Accepts, "approval_decision") {
+			t.Errorf("pair %s accepts approval_decision, which is only ever an answer", p.Dir())
+		}
+	}
+}
