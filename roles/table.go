@@ -1,11 +1,16 @@
 package roles
 
-import "slices"
+import (
+	"slices"
+
+	"boxmaker/roles/internal/config"
+)
 
 // The role table: the one place that says what the roles are, which user
 // each runs as, which sockets it listens on and dials, and what network it
-// may reach. The supervisor, the run/ directories and their permissions, the
-// peer checks and the systemd units are derived from it.
+// may reach, and what each listener accepts from each client. The
+// supervisor, the run/ directories and their permissions, the peer checks,
+// the socket gates and the systemd units are derived from it.
 
 // Spec describes one role.
 type Spec struct {
@@ -16,15 +21,38 @@ type Spec struct {
 }
 
 // Pair is one socket directory, run/<client>-<listener>/<socket>, shared by
-// exactly two roles. What a connection may send depends on its pair.
+// exactly two roles. What a connection may send depends on its pair, and
+// the listener's gate (sock.ServerFor, sock.ListenerFor) takes it from here,
+// as OpenSSH's monitor keeps a table of the requests each phase permits.
 type Pair struct {
 	Client   string
 	Listener string
 	Socket   string
+	Protocol Protocol
+	// Accepts lists what the client may send: message kinds for frames,
+	// "METHOD /path" for HTTP. Anything else is refused at the gate.
+	Accepts []string
 }
+
+// Protocol is how requests travel on a pair's socket. The zero value is
+// none, so that a pair that forgot to say fails the table test.
+type Protocol int
+
+const (
+	// Frames are wire frames (DESIGN.md section 4).
+	Frames Protocol = iota + 1
+	// FramesWithDescriptor are wire frames that each carry exactly one
+	// descriptor beside their first byte (SCM_RIGHTS; roles/internal/fdpass).
+	FramesWithDescriptor
+	// HTTP is plain HTTP/1.1, as llama-server speaks it.
+	HTTP
+)
 
 // Dir is the pair's directory name under run/.
 func (p Pair) Dir() string { return p.Client + "-" + p.Listener }
+
+// Path is the pair's socket under home.
+func (p Pair) Path(home config.Paths) string { return home.Join("run", p.Dir(), p.Socket) }
 
 // Table lists every role, in the order the supervisor starts the daemons:
 // each one's listeners are up before a role that dials them.
@@ -38,15 +66,28 @@ var Table = []Spec{
 	{Name: "bxctl", Network: "none"},
 }
 
-// Pairs lists every socket directory.
+// channelKinds is what a client may send on loop.sock, through either pair:
+// nothing about approvals, which go from the owner to brokerd only.
+var channelKinds = []string{"chat_send", "session_list", "session_log"}
+
+// Pairs lists every socket directory and what its listener accepts.
 var Pairs = []Pair{
-	{Client: "loopd", Listener: "inferproxy", Socket: "infer.sock"},
-	{Client: "loopd", Listener: "brokerd", Socket: "broker.sock"},
-	{Client: "bxctl", Listener: "brokerd", Socket: "broker.sock"},
-	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock"},
-	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock"},
-	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock"},
-	{Client: "brokerd", Listener: "egressd", Socket: "egress.sock"},
+	// The endpoints loopd uses (DESIGN.md section 8); inferproxy forwards
+	// no other method or path.
+	{Client: "loopd", Listener: "inferproxy", Socket: "infer.sock", Protocol: HTTP,
+		Accepts: []string{"POST /v1/chat/completions", "GET /health", "GET /props", "GET /slots", "POST /tokenize"}},
+	{Client: "loopd", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
+		Accepts: []string{"tool_request", "tool_list"}},
+	// Only the owner's socket accepts approvals and the notes admin kinds.
+	{Client: "bxctl", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
+		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse"}},
+	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: channelKinds},
+	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: channelKinds},
+	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
+		Accepts: []string{"approval_request"}},
+	// Each egress_open carries one end of the call's socketpair.
+	{Client: "brokerd", Listener: "egressd", Socket: "egress.sock", Protocol: FramesWithDescriptor,
+		Accepts: []string{"egress_open"}},
 }
 
 // Lookup returns the role named name.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -146,6 +147,10 @@ func KindOf(m Message) string {
 	tag, _, _ := messages.tagOf(reflect.TypeOf(m))
 	return tag
 }
+
+// Kinds lists every kind a frame can carry, in the order of the table, so
+// that what a socket accepts can be checked against what exists.
+func Kinds() []string { return slices.Clone(messages.tags) }
 
 // IsPartial reports whether m is sent with final false.
 func IsPartial(m Message) bool {

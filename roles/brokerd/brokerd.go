@@ -8,8 +8,6 @@ import (
 	"log"
 	"net"
 	"os"
-	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -113,18 +111,17 @@ func socketPath(p config.Paths, client, listener string) string {
 	return p.Join("run", pair.Dir(), pair.Socket)
 }
 
-// serve listens on loopd's socket and the owner's, each with its own table
-// of what a client may send and who may connect.
+// serve listens on loopd's socket and the owner's; what each accepts and
+// who may connect come from the role table.
 func (b *broker) serve(ctx context.Context) error {
 	servers := []struct {
-		client  string
-		accepts []string
-		handle  func(context.Context, sock.Peer, wire.Envelope, replyFunc) error
+		client string
+		handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error
 	}{
-		{"loopd", []string{"tool_request", "tool_list"}, func(ctx context.Context, _ sock.Peer, e wire.Envelope, r replyFunc) error {
+		{"loopd", func(ctx context.Context, _ sock.Peer, e wire.Envelope, r replyFunc) error {
 			return b.handleTool(ctx, e, r)
 		}},
-		{"bxctl", []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse"}, func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
+		{"bxctl", func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
 			return b.handleAdmin(e, "local:"+roles.UserName(p.UID), r)
 		}},
 	}
@@ -132,7 +129,7 @@ func (b *broker) serve(ctx context.Context) error {
 	lns := make([]*net.UnixListener, len(servers))
 	for i, s := range servers {
 		var err error
-		if srvs[i], lns[i], err = b.listen(s.client, s.accepts, s.handle); err != nil {
+		if srvs[i], lns[i], err = b.listen(s.client, s.handle); err != nil {
 			for _, ln := range lns[:i] {
 				ln.Close()
 			}
@@ -149,32 +146,20 @@ func (b *broker) serve(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// listen opens the socket that client dials, with the peer check and the
-// kinds it accepts.
-func (b *broker) listen(client string, accepts []string, handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error) (*sock.Server, *net.UnixListener, error) {
-	uids, err := roles.PeerUIDs(client)
+// listen opens the socket that client dials, with brokerd's bounds.
+func (b *broker) listen(client string, handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error) (*sock.Server, *net.UnixListener, error) {
+	srv, ln, err := sock.ListenPair(b.paths, client, "brokerd", b.log)
 	if err != nil {
 		return nil, nil, err
 	}
-	path := socketPath(b.paths, client, "brokerd")
-	ln, err := sock.Listen(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen for %s: %w", client, err)
-	}
-	srv := &sock.Server{
-		Name:      fmt.Sprintf("brokerd (%s)", filepath.Base(filepath.Dir(path))),
-		Accepts:   accepts,
-		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
-		Log:       b.log,
-		// Bounds: a flood of connections or a frame that never ends
-		// costs brokerd a bounded number of goroutines and buffers.
-		MaxConns:     b.cfg.Broker.MaxConnections,
-		FrameTimeout: b.cfg.Broker.FrameTimeout.D(),
-		Handle: func(ctx context.Context, p sock.Peer, e wire.Envelope, reply sock.Replier) error {
-			return handle(ctx, p, e, func(final bool, m wire.Message) error {
-				return reply(wire.Envelope{Final: final, Msg: m})
-			})
-		},
+	// Bounds: a flood of connections or a frame that never ends costs
+	// brokerd a bounded number of goroutines and buffers.
+	srv.MaxConns = b.cfg.Broker.MaxConnections
+	srv.FrameTimeout = b.cfg.Broker.FrameTimeout.D()
+	srv.Handle = func(ctx context.Context, p sock.Peer, e wire.Envelope, reply sock.Replier) error {
+		return handle(ctx, p, e, func(final bool, m wire.Message) error {
+			return reply(wire.Envelope{Final: final, Msg: m})
+		})
 	}
 	return srv, ln, nil
 }

@@ -10,13 +10,13 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"slices"
 	"sync"
 	"time"
 
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
 )
@@ -38,15 +38,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if !ok {
 		return errors.New("the role table has no brokerd-egressd pair")
 	}
-	uids, err := roles.PeerUIDs("brokerd")
-	if err != nil {
-		return err
-	}
-	return Main(ctx, Options{
-		Socket:    paths.Join("run", pair.Dir(), pair.Socket),
-		Limits:    cfg.Egress,
-		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
-	})
+	return Main(ctx, Options{Socket: pair.Path(paths), Limits: cfg.Egress})
 }
 
 // Resolver looks names up; *net.Resolver is one. egressd asks it once per
@@ -60,7 +52,7 @@ type Resolver interface {
 type Options struct {
 	Socket    string               // where Main creates egress.sock
 	Limits    config.Egress        // zero: config.Defaults().Egress
-	AllowPeer func(sock.Peer) bool // who may connect; nil: egressd's own uid
+	AllowPeer func(sock.Peer) bool // who may connect; nil: brokerd's uids (roles.PeerUIDs)
 	Resolver  Resolver             // nil: net.DefaultResolver
 	RootCAs   *x509.CertPool       // nil: the system's roots
 	Log       *log.Logger          // nil: standard error
@@ -91,21 +83,32 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 		return err
 	}
 	defer s.calls.Wait()
-	var conns sync.WaitGroup
-	defer conns.Wait()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	s.log.Printf("serving on %s", ln.Addr())
-	for {
-		c, err := ln.AcceptUnix()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return fmt.Errorf("egressd: %w", err)
-		}
-		conns.Go(func() { s.serveConn(ctx, c) })
+	gate, err := s.gate(ctx)
+	if err != nil {
+		return fmt.Errorf("egressd: %w", err)
 	}
+	s.log.Printf("serving on %s", ln.Addr())
+	if err := gate.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("egressd: %w", err)
+	}
+	return nil
+}
+
+// gate is egress.sock's, from the role table: egress_open frames from
+// brokerd's uids, each with its descriptor. The calls it starts live on
+// ctx, egressd's own, not on the request's.
+func (s *server) gate(ctx context.Context) (*sock.Server, error) {
+	gate, err := sock.ServerFor("brokerd", "egressd", s.log)
+	if err != nil {
+		return nil, err
+	}
+	if s.allowPeer != nil {
+		gate.AllowPeer = s.allowPeer
+	}
+	gate.HandleFile = func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
+		return s.open(ctx, e, f, reply)
+	}
+	return gate, nil
 }
 
 // maxCalls bounds the calls in flight, so that a flood of egress_open frames
@@ -115,7 +118,7 @@ const maxCalls = 64
 // server is one running egressd.
 type server struct {
 	limits         config.Egress
-	allowPeer      func(sock.Peer) bool
+	allowPeer      func(sock.Peer) bool // nil: the table's
 	resolver       Resolver
 	roots          *x509.CertPool
 	log            *log.Logger
@@ -137,10 +140,6 @@ func newServer(opts Options) (*server, error) {
 	}
 	if s.limits.MaxBytes <= 0 || s.limits.Timeout.D() <= 0 || s.limits.MaxRedirects < 0 {
 		return nil, fmt.Errorf("egressd: limits %+v: bytes and time must be positive, redirects not negative", s.limits)
-	}
-	if s.allowPeer == nil {
-		uid := uint32(os.Getuid())
-		s.allowPeer = func(p sock.Peer) bool { return p.UID == uid }
 	}
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver

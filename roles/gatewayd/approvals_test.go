@@ -164,7 +164,7 @@ func TestRacingAnswersDecideOnce(t *testing.T) {
 func TestConcurrentDecideOnce(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
-	g, _, err := newGateway(Options{Paths: paths, Gateway: w.gatewayConfig(), Token: w.token})
+	g, err := newGateway(Options{Paths: paths, Gateway: w.gatewayConfig(), Token: w.token})
 	if err != nil {
 		t.Fatal(err)
 	}

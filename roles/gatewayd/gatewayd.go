@@ -7,7 +7,6 @@ import (
 	"io"
 	"log"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -51,7 +50,7 @@ type Options struct {
 	Token   string         // the bot token; Command reads it with ReadToken
 	Log     *log.Logger    // nil: discarded
 
-	AllowPeer  func(sock.Peer) bool // who may connect to gateway.sock; nil: brokerd's uids
+	AllowPeer  func(sock.Peer) bool // who may connect to gateway.sock; nil: brokerd's uids (roles.PeerUIDs)
 	HTTPClient *http.Client         // nil: one with a 30 s timeout
 	RetryMin   time.Duration        // first delay before a reconnect or a repost; default 1s
 	RetryMax   time.Duration        // longest such delay; default 30s
@@ -87,7 +86,7 @@ type gateway struct {
 // Run serves until ctx ends (nil), or until the server refuses the token or
 // gateway.sock fails (an error).
 func Run(ctx context.Context, opts Options) error {
-	g, allowPeer, err := newGateway(opts)
+	g, err := newGateway(opts)
 	if err != nil {
 		return err
 	}
@@ -105,7 +104,7 @@ func Run(ctx context.Context, opts Options) error {
 	var serving sync.WaitGroup
 	var serveErr error
 	serving.Go(func() {
-		if serveErr = g.serveBroker(ctx, ln, allowPeer); serveErr != nil {
+		if serveErr = g.serveBroker(ctx, ln, opts.AllowPeer); serveErr != nil {
 			serveErr = fmt.Errorf("gatewayd: gateway.sock: %w", serveErr)
 			cancel()
 		}
@@ -119,27 +118,19 @@ func Run(ctx context.Context, opts Options) error {
 	return errors.Join(err, serveErr)
 }
 
-func newGateway(opts Options) (*gateway, func(sock.Peer) bool, error) {
+func newGateway(opts Options) (*gateway, error) {
 	if err := opts.Gateway.Check(); err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if opts.Token == "" {
-		return nil, nil, errors.New("gatewayd: no bot token")
+		return nil, errors.New("gatewayd: no bot token")
 	}
 	if opts.Log == nil {
 		opts.Log = log.New(io.Discard, "", 0)
 	}
 	loopSock, err := socketPath(opts.Paths, "gatewayd", "loopd")
 	if err != nil {
-		return nil, nil, err
-	}
-	allowPeer := opts.AllowPeer
-	if allowPeer == nil {
-		uids, err := roles.PeerUIDs("brokerd")
-		if err != nil {
-			return nil, nil, err
-		}
-		allowPeer = func(p sock.Peer) bool { return slices.Contains(uids, p.UID) }
+		return nil, err
 	}
 	g := &gateway{
 		cfg: opts.Gateway, log: opts.Log, loopSock: loopSock,
@@ -150,7 +141,7 @@ func newGateway(opts Options) (*gateway, func(sock.Peer) bool, error) {
 	}
 	g.chats = newChats(g)
 	g.approvals = newApprovals(g)
-	return g, allowPeer, nil
+	return g, nil
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

@@ -1,10 +1,11 @@
 // Package inferproxy is the inferproxy role: the one process that reaches
 // the llama-server upstream. It listens with plain HTTP on
 // run/loopd-inferproxy/infer.sock, accepts connections only from loopd's uid
-// (SO_PEERCRED, beside the directory's permissions), and forwards the
-// endpoints loopd uses (POST /v1/chat/completions, GET /health, GET /props,
-// GET /slots, POST /tokenize) to the configured upstream, and the answers
-// back, byte for byte and chunk by chunk as they arrive.
+// (SO_PEERCRED, beside the directory's permissions, checked at accept by the
+// shared gate), and forwards the endpoints loopd uses, its pair's accept
+// list in the role table (POST /v1/chat/completions, GET /health, GET
+// /props, GET /slots, POST /tokenize), to the configured upstream, and the
+// answers back, byte for byte and chunk by chunk as they arrive.
 //
 // inferproxy must never forward another endpoint or method, add or rewrite
 // a header beyond the hop-by-hop ones HTTP requires it to drop, buffer a

@@ -16,36 +16,27 @@ import (
 	"boxmaker/roles/internal/sock"
 )
 
-// endpoint is one method and path that inferproxy forwards.
-type endpoint struct{ method, path string }
-
-// endpoints are the ones loopd uses (DESIGN.md section 8); every other
-// method or path is refused.
-var endpoints = []endpoint{
-	{http.MethodPost, "/v1/chat/completions"},
-	{http.MethodGet, "/health"},
-	{http.MethodGet, "/props"},
-	{http.MethodGet, "/slots"},
-	{http.MethodPost, "/tokenize"},
-}
-
 // MaxRequestBytes caps a request body: far above any prompt a local
 // model's context holds, far below what would strain inferproxy.
 const MaxRequestBytes = 16 << 20
 
 // proxy forwards allowed requests to the upstream.
 type proxy struct {
-	upstream  *url.URL
-	allowPeer func(sock.Peer) bool
+	upstream *url.URL
+	// routes are the requests it forwards, "METHOD /path": the accept list
+	// of its pair in the role table, the endpoints loopd uses (DESIGN.md
+	// section 8). Every other method or path is refused.
+	routes    []string
+	allowPeer func(sock.Peer) bool // nil: the table's
 	log       *log.Logger
 	transport *http.Transport
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !allowed(r) {
+	if !p.allowed(r) {
 		// Logged: loopd never asks for these, so one is a bug or a probe.
 		p.log.Printf("refused %s %q: not an endpoint loopd uses", r.Method, r.URL.Path)
-		p.fail(w, http.StatusForbidden, "permission_error", fmt.Sprintf("%s %s is not forwarded; only %s are", r.Method, r.URL.Path, allowedList()))
+		p.fail(w, http.StatusForbidden, "permission_error", fmt.Sprintf("%s %s is not forwarded; only %s are", r.Method, r.URL.Path, strings.Join(p.routes, ", ")))
 		return
 	}
 	if r.ContentLength > MaxRequestBytes {
@@ -64,23 +55,15 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.relay(w, r, resp.Body)
 }
 
-// allowed reports whether r is one of the endpoints, by its decoded path
+// allowed reports whether r is one of the routes, by its decoded path
 // exactly: no prefix, no trailing slash, no dot segments.
-func allowed(r *http.Request) bool {
-	for _, e := range endpoints {
-		if r.Method == e.method && r.URL.Path == e.path {
+func (p *proxy) allowed(r *http.Request) bool {
+	for _, route := range p.routes {
+		if method, path, _ := strings.Cut(route, " "); r.Method == method && r.URL.Path == path {
 			return true
 		}
 	}
 	return false
-}
-
-func allowedList() string {
-	var parts []string
-	for _, e := range endpoints {
-		parts = append(parts, e.method+" "+e.path)
-	}
-	return strings.Join(parts, ", ")
 }
 
 // outgoing is r addressed to the upstream: the same method, path, query,
@@ -196,14 +179,20 @@ func (p *proxy) upstreamFailed(w http.ResponseWriter, r *http.Request, err error
 // loopd reads it like any other: {"error":{"code","message","type"}}, the
 // HTTP status equal to code, the message one line.
 func (p *proxy) fail(w http.ResponseWriter, code int, typ, msg string) {
-	body, _ := json.Marshal(map[string]map[string]any{"error": {
-		"code": code, "message": "inferproxy: " + oneLine(msg), "type": typ,
-	}})
+	body := errorBody(code, typ, msg)
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
 	w.WriteHeader(code)
 	_, _ = w.Write(body)
+}
+
+// errorBody is an error as llama-server's OpenAI-style API writes one.
+func errorBody(code int, typ, msg string) []byte {
+	body, _ := json.Marshal(map[string]map[string]any{"error": {
+		"code": code, "message": "inferproxy: " + oneLine(msg), "type": typ,
+	}})
+	return body
 }
 
 func oneLine(s string) string {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -42,10 +41,6 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if !ok {
 		return errors.New("the role table has no loopd-inferproxy pair")
 	}
-	uids, err := roles.PeerUIDs("loopd")
-	if err != nil {
-		return err
-	}
 	upstream := cfg.Infer.Upstream
 	if upstream == config.ScriptedUpstream {
 		if upstream, err = serveScriptedModel(ctx); err != nil {
@@ -53,11 +48,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		}
 		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from fixtures/llamadouble's script, not from a language model")
 	}
-	return Main(ctx, Options{
-		Socket:    paths.Join("run", pair.Dir(), pair.Socket),
-		Upstream:  upstream,
-		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
-	})
+	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream})
 }
 
 // Options is what inferproxy needs; Main and tests fill it, and a zero
@@ -65,7 +56,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 type Options struct {
 	Socket    string               // where Main creates infer.sock
 	Upstream  string               // http://host:port, optionally with a path prefix; required
-	AllowPeer func(sock.Peer) bool // who may connect; nil: inferproxy's own uid
+	AllowPeer func(sock.Peer) bool // who may connect; nil: loopd's uids (roles.PeerUIDs)
 	Log       *log.Logger          // nil: standard error
 }
 
@@ -95,6 +86,10 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 		return fmt.Errorf("inferproxy: %w", err)
 	}
 	defer p.transport.CloseIdleConnections()
+	gate, err := p.gate(ln)
+	if err != nil {
+		return fmt.Errorf("inferproxy: %w", err)
+	}
 	srv := &http.Server{
 		Handler:           p,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -113,12 +108,25 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	})
 	defer stop()
 	p.log.Printf("serving on %s, forwarding to %s", ln.Addr(), p.upstream.Redacted())
-	err = srv.Serve(&peerListener{UnixListener: ln, allow: p.allowPeer, log: p.log})
+	err = srv.Serve(gate)
 	if errors.Is(err, http.ErrServerClosed) {
 		<-stopped
 		return nil
 	}
 	return fmt.Errorf("inferproxy: %w", err)
+}
+
+// gate is infer.sock's, from the role table: connections from loopd's
+// uids, checked at accept; the routes are ServeHTTP's to check.
+func (p *proxy) gate(ln *net.UnixListener) (*sock.Listener, error) {
+	gate, err := sock.ListenerFor(ln, "loopd", "inferproxy", refuse, p.log)
+	if err != nil {
+		return nil, err
+	}
+	if p.allowPeer != nil {
+		gate.AllowPeer = p.allowPeer
+	}
+	return gate, nil
 }
 
 // parseUpstream accepts http or https, a host, and at most a path prefix:
@@ -153,11 +161,11 @@ func newProxy(opts Options) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{upstream: up, allowPeer: opts.AllowPeer, log: opts.Log, transport: newTransport()}
-	if p.allowPeer == nil {
-		uid := uint32(os.Getuid())
-		p.allowPeer = func(peer sock.Peer) bool { return peer.UID == uid }
+	pair, ok := roles.PairOf("loopd", "inferproxy")
+	if !ok {
+		return nil, errors.New("the role table has no loopd-inferproxy pair")
 	}
+	p := &proxy{upstream: up, routes: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: newTransport()}
 	if p.log == nil {
 		p.log = log.New(os.Stderr, "inferproxy: ", 0)
 	}

@@ -7,8 +7,6 @@ import (
 	"io"
 	"log"
 	"net"
-	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -48,10 +46,6 @@ type loopd struct {
 	broker string // broker.sock, dialled per turn
 	store  *store
 }
-
-// channelKinds is what a client may send on loop.sock, through either pair:
-// nothing about approvals, which go from the owner to brokerd only.
-var channelKinds = []string{"chat_send", "session_list", "session_log"}
 
 // Run serves loop.sock for bxctl and gatewayd until ctx ends.
 func Run(ctx context.Context, opts Options) error {
@@ -98,7 +92,7 @@ func socketPath(p config.Paths, client, listener string) string {
 }
 
 // serve listens in every pair loopd is the listener of, each socket with
-// its own peer check.
+// the peer check and the kinds the role table gives it.
 func (l *loopd) serve(ctx context.Context) error {
 	var srvs []*sock.Server
 	var lns []*net.UnixListener
@@ -123,22 +117,12 @@ func (l *loopd) serve(ctx context.Context) error {
 }
 
 func (l *loopd) listen(pair roles.Pair) (*sock.Server, *net.UnixListener, error) {
-	uids, err := roles.PeerUIDs(pair.Client)
+	srv, ln, err := sock.ListenPair(l.paths, pair.Client, pair.Listener, l.log)
 	if err != nil {
 		return nil, nil, err
 	}
-	path := l.paths.Join("run", pair.Dir(), pair.Socket)
-	ln, err := sock.Listen(path)
-	if err != nil {
-		return nil, nil, fmt.Errorf("listen for %s: %w", pair.Client, err)
-	}
-	return &sock.Server{
-		Name:      fmt.Sprintf("loopd (%s)", filepath.Base(filepath.Dir(path))),
-		Accepts:   channelKinds,
-		AllowPeer: func(p sock.Peer) bool { return slices.Contains(uids, p.UID) },
-		Handle:    l.handlerFor(pair.Client),
-		Log:       l.log,
-	}, ln, nil
+	srv.Handle = l.handlerFor(pair.Client)
+	return srv, ln, nil
 }
 
 // now is the clock as a log timestamp.

@@ -23,6 +23,10 @@ var ErrPeerGone = errors.New("the peer hung up")
 // started after a request was read and stopped before the next one is.
 type connReader struct {
 	conn *net.UnixConn
+	// peekOnly makes the watch peek rather than read, leaving the byte,
+	// and any descriptor sent with it, in the socket: a frame that carries
+	// a descriptor must be read whole by fdpass.
+	peekOnly bool
 	// kept holds bytes the watch read: the start of the peer's next frame,
 	// which Read hands out before anything still in the socket.
 	kept []byte
@@ -50,7 +54,8 @@ func (cr *connReader) Read(p []byte) (int, error) {
 // watch reads the connection in the background until stop is called. If
 // the stream ends or fails, it cancels the handler with ErrPeerGone. If a
 // byte arrives instead, it is the start of the peer's next frame: it is
-// kept for Read and the watch ends there, as net/http's does. Peers here
+// kept for Read (with peekOnly, left in the socket) and the watch ends
+// there, as net/http's does. Peers here
 // take turns (sock.Client holds its lock until the final frame), so that
 // byte only comes from a peer that pipelines, and such a peer could hold a
 // request open anyway by simply staying connected.
@@ -62,10 +67,7 @@ func (cr *connReader) watch(cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		var b [1]byte
-		n, err := cr.conn.Read(b[:])
-		cr.kept = append(cr.kept, b[:n]...)
-		if err != nil && !stopped(err) {
+		if err := cr.awaitNext(); err != nil && !stopped(err) {
 			cr.err = err
 			cancel(ErrPeerGone)
 		}
@@ -75,6 +77,17 @@ func (cr *connReader) watch(cancel context.CancelCauseFunc) (stop func()) {
 		<-done
 		_ = cr.conn.SetReadDeadline(time.Time{})
 	}
+}
+
+// awaitNext waits for the peer's next byte, keeping it unless peekOnly.
+func (cr *connReader) awaitNext() error {
+	if cr.peekOnly {
+		return awaitByte(cr.conn)
+	}
+	var b [1]byte
+	n, err := cr.conn.Read(b[:])
+	cr.kept = append(cr.kept, b[:n]...)
+	return err
 }
 
 // stopped reports whether a read ended because this side stopped it (the

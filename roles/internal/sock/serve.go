@@ -1,7 +1,6 @@
 package sock
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -21,9 +20,30 @@ import (
 type Replier func(wire.Envelope) error
 
 // Handler answers one request with exactly one final frame through reply.
-// An error it returns, before any final frame, is answered as internal.
-// Its ctx ends, with cause ErrPeerGone, if the peer hangs up meanwhile.
+// An error it returns, before any final frame, is answered as internal,
+// except a Refusal and ErrNoAnswer. Its ctx ends, with cause ErrPeerGone,
+// if the peer hangs up meanwhile.
 type Handler func(ctx context.Context, peer Peer, req wire.Envelope, reply Replier) error
+
+// FileHandler is a Handler for a socket whose frames each carry one
+// descriptor: f came with req, and the handler owns it (keeps or closes it).
+type FileHandler func(ctx context.Context, peer Peer, req wire.Envelope, f *os.File, reply Replier) error
+
+// Refusal is an error a handler returns to refuse its request the way the
+// gate refuses a kind it does not accept: the peer gets Code and Detail
+// with the request's id, and the connection ends. A request the handler
+// finds malformed is a broken rule of the protocol, not a failure to hide.
+type Refusal struct {
+	Code   wire.ErrorCode
+	Detail string
+}
+
+func (r Refusal) Error() string { return string(r.Code) + ": " + r.Detail }
+
+// ErrNoAnswer is what a handler returns to end its connection without an
+// answer, for a request it gives up (gatewayd's expired approvals): the
+// peer sees the connection close, as it did before the shared gate.
+var ErrNoAnswer = errors.New("the request ended without an answer")
 
 // The bounds a Server puts on its peers when its fields leave them zero.
 const (
@@ -43,13 +63,18 @@ const (
 )
 
 // Server serves one socket: the kinds a client may send on it, who may
-// connect, and what answers.
+// connect, and what answers. ServerFor fills it from the role table.
 type Server struct {
-	Name      string          // for log lines, e.g. "brokerd tool socket"
+	Name      string          // for log lines, e.g. "brokerd (loopd-brokerd)"
 	Accepts   []string        // the kinds a client may send here
 	AllowPeer func(Peer) bool // SO_PEERCRED check, beside the directory's permissions
 	Handle    Handler
 	Log       *log.Logger
+
+	// Descriptors says that every request frame carries one descriptor
+	// (SCM_RIGHTS); HandleFile answers them, instead of Handle.
+	Descriptors bool
+	HandleFile  FileHandler
 
 	// MaxConns bounds the connections served at once; one past it gets an
 	// error frame and is closed. Zero means DefaultMaxConns.
@@ -76,6 +101,9 @@ func (s *Server) frameTimeout() time.Duration {
 // Serve accepts connections until ctx ends or ln fails, one goroutine per
 // connection; requests on a connection are answered one after another.
 func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
+	if s.Descriptors != (s.HandleFile != nil) || s.Descriptors == (s.Handle != nil) {
+		return fmt.Errorf("%s: a socket whose frames carry descriptors needs HandleFile, any other Handle", s.Name)
+	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
@@ -122,53 +150,45 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		refuse(c, 0, wire.BadMessage, "this socket does not accept your uid")
 		return
 	}
-	cr := &connReader{conn: c}
-	r := bufio.NewReader(cr)
+	in := newFrameReader(c, s.Descriptors)
 	for {
-		req, err := s.readRequest(c, r)
-		if err != nil {
-			s.refuseFrame(c, peer, err)
+		req, err := in.next(s.frameTimeout())
+		if !s.admit(c, peer, req, err) {
 			return
 		}
-		if kind := wire.KindOf(req.Msg); !slices.Contains(s.Accepts, kind) {
-			s.Log.Printf("%s: uid %d sent %s, which this socket does not accept; closing", s.Name, peer.UID, kind)
-			refuse(c, req.ID, wire.BadMessage, fmt.Sprintf("kind %s is not accepted on this socket", kind))
-			return
-		}
-		if !s.answer(ctx, cr, peer, req) {
+		if !s.answer(ctx, in.cr, peer, req) {
 			return
 		}
 	}
 }
 
-// readRequest waits as long as it takes for a frame to start, then allows
-// the rest of it FrameTimeout (see DefaultFrameTimeout for why).
-func (s *Server) readRequest(c *net.UnixConn, r *bufio.Reader) (wire.Envelope, error) {
-	if _, err := r.Peek(1); err != nil {
-		return wire.Envelope{}, err
-	}
-	limit := s.frameTimeout()
-	if err := c.SetReadDeadline(time.Now().Add(limit)); err != nil {
-		return wire.Envelope{}, err
-	}
-	req, err := wire.ReadEnvelope(r)
-	if errors.Is(err, os.ErrDeadlineExceeded) {
-		return wire.Envelope{}, wire.WireError{Code: wire.BadFrame, Detail: fmt.Sprintf("the rest of the frame did not arrive within %v", limit)}
+// admit reports whether req goes to the handler: it was read whole, and
+// its kind is one this socket accepts. Otherwise the peer is answered and
+// the connection ends. A kind the socket does not accept is refused as
+// such even when its frame came without the descriptor it should carry.
+func (s *Server) admit(c *net.UnixConn, peer Peer, req request, err error) bool {
+	if kind := wire.KindOf(req.Msg); req.Msg != nil && !slices.Contains(s.Accepts, kind) {
+		closeFile(req.file)
+		s.Log.Printf("%s: uid %d sent %s, which this socket does not accept; closing", s.Name, peer.UID, kind)
+		refuse(c, req.ID, wire.BadMessage, fmt.Sprintf("kind %s is not accepted on this socket", kind))
+		return false
 	}
 	if err != nil {
-		return wire.Envelope{}, err
+		s.refuseFrame(c, peer, req.ID, err)
+		return false
 	}
-	return req, c.SetReadDeadline(time.Time{})
+	return true
 }
 
 // refuseFrame answers a frame that could not be read or decoded, unless the
-// stream simply ended. Its id is unknown, so the error carries id 0.
-func (s *Server) refuseFrame(c *net.UnixConn, peer Peer, err error) {
+// stream simply ended. Its id is 0 unless the frame was decoded (and only
+// its descriptor was wrong).
+func (s *Server) refuseFrame(c *net.UnixConn, peer Peer, id uint64, err error) {
 	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) {
 		return
 	}
 	s.Log.Printf("%s: uid %d: %v; closing", s.Name, peer.UID, err)
-	refuse(c, 0, wire.CodeOf(err), detailOf(err))
+	refuse(c, id, wire.CodeOf(err), detailOf(err))
 }
 
 // refuse writes one error frame and ends the connection. The write has a
@@ -193,29 +213,52 @@ const lingerTime = time.Second
 
 // answer runs the handler for req, with a context that ends if the peer
 // hangs up meanwhile, and reports whether the connection stays open.
-func (s *Server) answer(ctx context.Context, cr *connReader, peer Peer, req wire.Envelope) bool {
+func (s *Server) answer(ctx context.Context, cr *connReader, peer Peer, req request) bool {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	resp := &response{conn: cr.conn, id: req.ID}
 	stopWatch := cr.watch(cancel)
-	err := s.Handle(hctx, peer, req, resp.send)
+	err := s.handle(hctx, peer, req, resp.send)
 	stopWatch()
 	resp.mu.Lock()
 	defer resp.mu.Unlock()
 	gone := errors.Is(context.Cause(hctx), ErrPeerGone)
+	if !resp.done || err != nil {
+		s.settle(cr.conn, peer, req, resp.done, gone, err)
+	}
+	return resp.done && err == nil && !gone
+}
+
+func (s *Server) handle(ctx context.Context, peer Peer, req request, reply Replier) error {
+	if s.Descriptors {
+		return s.HandleFile(ctx, peer, req.Envelope, req.file, reply)
+	}
+	return s.Handle(ctx, peer, req.Envelope, reply)
+}
+
+// settle ends a request that has no final frame or whose handler failed:
+// it says why in the log and, where the peer is still there to read it,
+// answers: a Refusal as itself, anything else but ErrNoAnswer as internal.
+func (s *Server) settle(c *net.UnixConn, peer Peer, req request, done, gone bool, err error) {
+	kind := wire.KindOf(req.Msg)
+	var refusal Refusal
 	switch {
-	case gone && !resp.done:
-		s.Log.Printf("%s: uid %d hung up before %s %d was answered; its handler was cancelled", s.Name, peer.UID, wire.KindOf(req.Msg), req.ID)
-	case err != nil || !resp.done:
+	case gone && !done:
+		s.Log.Printf("%s: uid %d hung up before %s %d was answered; its handler was cancelled", s.Name, peer.UID, kind, req.ID)
+	case errors.Is(err, ErrNoAnswer) && !done:
+		// The handler gave the request up; the connection closing says so.
+	case errors.As(err, &refusal) && !done:
+		s.Log.Printf("%s: uid %d: %s %d refused: %s; closing", s.Name, peer.UID, kind, req.ID, refusal.Detail)
+		refuse(c, req.ID, refusal.Code, refusal.Detail)
+	default:
 		if err == nil {
 			err = errors.New("no final frame")
 		}
-		s.Log.Printf("%s: %s %d: %v", s.Name, wire.KindOf(req.Msg), req.ID, err)
-		if !resp.done {
-			writeError(cr.conn, req.ID, wire.Internal, "the request failed")
+		s.Log.Printf("%s: %s %d: %v", s.Name, kind, req.ID, err)
+		if !done {
+			writeError(c, req.ID, wire.Internal, "the request failed")
 		}
 	}
-	return resp.done && err == nil && !gone
 }
 
 // response is the state of one request's answer. answer holds its lock
@@ -245,6 +288,12 @@ func (r *response) send(e wire.Envelope) error {
 
 func writeError(w io.Writer, id uint64, code wire.ErrorCode, detail string) {
 	_ = wire.WriteEnvelope(w, wire.Envelope{ID: id, Final: true, Msg: wire.WireError{Code: code, Detail: detail}})
+}
+
+func closeFile(f *os.File) {
+	if f != nil {
+		f.Close()
+	}
 }
 
 func detailOf(err error) string {

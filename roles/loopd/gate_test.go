@@ -1,0 +1,21 @@
+package loopd
+
+import (
+	"testing"
+
+	"boxmaker/fixtures/gateprobe"
+	"boxmaker/roles"
+)
+
+// Each of loopd's sockets serves exactly its row of the role table: every
+// kind the wire defines that the row does not list is refused at the gate
+// (approvals above all, which go from the owner to brokerd only), every
+// listed kind gets past it to loopd's handler.
+func TestLoopSocketsServeTheirPairs(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	for _, pair := range roles.ListensOn("loopd") {
+		t.Run(pair.Dir(), func(t *testing.T) {
+			gateprobe.Frames(t, e.socket(pair.Client, pair.Listener), pair)
+		})
+	}
+}

@@ -1,0 +1,84 @@
+package roles
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"boxmaker/wire"
+)
+
+// Every pair joins two roles of the table, says how it speaks, and has an
+// accept list of things that exist: kinds the wire defines, or HTTP
+// routes. The listeners' gates enforce exactly these lists (sock's
+// TestEveryPairAcceptsExactlyItsList, and each listener role's gate test).
+func TestEveryPairHasAnAcceptList(t *testing.T) {
+	seen := map[string]bool{}
+	for _, p := range Pairs {
+		if seen[p.Dir()] {
+			t.Errorf("pair %s is listed twice", p.Dir())
+		}
+		seen[p.Dir()] = true
+		if _, ok := Lookup(p.Client); !ok {
+			t.Errorf("pair %s: no role %q", p.Dir(), p.Client)
+		}
+		if spec, ok := Lookup(p.Listener); !ok || !spec.Daemon {
+			t.Errorf("pair %s: the listener %q is not a daemon of the table", p.Dir(), p.Listener)
+		}
+		if len(p.Accepts) == 0 {
+			t.Errorf("pair %s accepts nothing", p.Dir())
+		}
+		if dup := duplicate(p.Accepts); dup != "" {
+			t.Errorf("pair %s lists %q twice", p.Dir(), dup)
+		}
+		for _, a := range p.Accepts {
+			if err := checkAccepted(p.Protocol, a); err != "" {
+				t.Errorf("pair %s accepts %q: %s", p.Dir(), a, err)
+			}
+		}
+	}
+}
+
+// checkAccepted says what is wrong with one entry of an accept list.
+func checkAccepted(proto Protocol, entry string) string {
+	switch proto {
+	case Frames, FramesWithDescriptor:
+		if !slices.Contains(wire.Kinds(), entry) {
+			return "not a kind the wire defines"
+		}
+	case HTTP:
+		method, path, ok := strings.Cut(entry, " ")
+		if !ok || (method != http.MethodGet && method != http.MethodPost) || !strings.HasPrefix(path, "/") {
+			return `not "GET /path" or "POST /path"`
+		}
+	default:
+		return "the pair has no protocol"
+	}
+	return ""
+}
+
+func duplicate(list []string) string {
+	sorted := slices.Sorted(slices.Values(list))
+	for i := 1; i < len(sorted); i++ {
+		if sorted[i] == sorted[i-1] {
+			return sorted[i]
+		}
+	}
+	return ""
+}
+
+// A compromised loopd must not be able to approve anything (DESIGN.md
+// section 1): an approval's answer is accepted only on the owner's socket
+// to brokerd, and gatewayd's decisions only come back as answers on
+// gateway.sock, which brokerd dials.
+func TestOnlyTheOwnerSocketTakesApprovalAnswers(t *testing.T) {
+	for _, p := range Pairs {
+		if slices.Contains(p.Accepts, "approval_answer") && p.Dir() != "bxctl-brokerd" {
+			t.Errorf("pair %s accepts approval_answer", p.Dir())
+		}
+		if slices.Contains(p.Accepts, "approval_decision") {
+			t.Errorf("pair %s accepts approval_decision, which is only ever an answer", p.Dir())
+		}
+	}
+}
