@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"regexp"
+	"sync"
 
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
