@@ -74,10 +74,13 @@ var allowedPrivilegedOps = map[string]allowedPrivilegedOp{
 	"roles/bxctl/uplock.go:writePid:unix.Ftruncate":         {1, "fd: run/up.lock, opened by openBeneath (no link followed), after Fstat on it showed a regular single-link file of root's"},
 	"roles/bxctl/uplock.go:openLog:os.OpenFile": {1, "root-only: FILE of --log, the owner's choice as a shell's 2>FILE was (make run: up.log in the home, root's 0711); " +
 		"O_NOFOLLOW|O_NONBLOCK, no O_TRUNC"},
-	"roles/bxctl/uplock.go:openLog:.Truncate":     {1, "fd: the log just opened, after Fstat on it showed a regular file of one link"},
-	"roles/bxctl/up.go:prepareHome:os.MkdirAll":   {1, "not root: only when up runs as the owner (as root, rootSetup makes the home from the plan)"},
-	"roles/bxctl/up.go:writeUpState:os.WriteFile": {1, "root-only: run/up.json.tmp in run/, root's 0711"},
-	"roles/bxctl/up.go:writeUpState:os.Rename":    {1, "root-only: within run/, root's 0711"},
+	"roles/bxctl/uplock.go:openLog:.Truncate":   {1, "fd: the log just opened, after Fstat on it showed a regular file of one link"},
+	"roles/bxctl/up.go:prepareHome:os.MkdirAll": {1, "not root: only when up runs as the owner (as root, rootSetup makes the home from the plan)"},
+	// atomicfile.Write as root: run/up.json (in run/, root's 0711) and install's binary and units (in root's bin and units directories).
+	"roles/internal/atomicfile/atomicfile.go:Replace:os.CreateTemp": {1, "root-only: beside run/up.json, the binary or a unit, in directories only root writes; O_EXCL"},
+	"roles/internal/atomicfile/atomicfile.go:Replace:.Chmod":        {1, "fd: the temporary file root just made"},
+	"roles/internal/atomicfile/atomicfile.go:Replace:os.Remove":     {1, "root-only: the temporary file root made there"},
+	"roles/internal/atomicfile/atomicfile.go:Replace:os.Rename":     {1, "root-only: within that same root-only directory"},
 
 	// up as root, when the role users cannot reach the binary or the home:
 	// the mount view (roles/internal/mountview), built on a thread of up in
@@ -111,16 +114,12 @@ var allowedPrivilegedOps = map[string]allowedPrivilegedOp{
 	"roles/bxctl/install.go:setOwnerAndMode:.Chmod": {1, "fd: the descriptor just opened and checked"},
 
 	// install only: the binary, its links and the units, in root's directories.
-	"roles/bxctl/install.go:ensureBinary:os.MkdirAll":  {1, "root-only: the bin directory (/usr/local/bin or under --prefix)"},
-	"roles/bxctl/install.go:replaceFile:os.CreateTemp": {1, "root-only: beside the binary or a unit, in root's directories; O_EXCL"},
-	"roles/bxctl/install.go:replaceFile:os.Remove":     {1, "root-only: the temporary file root made"},
-	"roles/bxctl/install.go:replaceFile:.Chmod":        {1, "fd: the temporary file root made"},
-	"roles/bxctl/install.go:replaceFile:os.Rename":     {1, "root-only: within the bin or units directory"},
-	"roles/bxctl/install.go:ensureLinks:os.Remove":     {1, "root-only: in the bin directory"},
-	"roles/bxctl/install.go:ensureLinks:os.Symlink":    {1, "root-only: in the bin directory"},
-	"roles/bxctl/install.go:ensureLinks:os.Rename":     {1, "root-only: in the bin directory"},
-	"roles/bxctl/install.go:ensureUnits:os.MkdirAll":   {1, "root-only: the units directory (/etc/systemd/system or under --prefix)"},
-	"roles/bxctl/install.go:ensureUnits:os.Remove":     {1, "root-only: a stale unit in the units directory"},
+	"roles/bxctl/install.go:ensureBinary:os.MkdirAll": {1, "root-only: the bin directory (/usr/local/bin or under --prefix)"},
+	"roles/bxctl/install.go:ensureLinks:os.Remove":    {1, "root-only: in the bin directory"},
+	"roles/bxctl/install.go:ensureLinks:os.Symlink":   {1, "root-only: in the bin directory"},
+	"roles/bxctl/install.go:ensureLinks:os.Rename":    {1, "root-only: in the bin directory"},
+	"roles/bxctl/install.go:ensureUnits:os.MkdirAll":  {1, "root-only: the units directory (/etc/systemd/system or under --prefix)"},
+	"roles/bxctl/install.go:ensureUnits:os.Remove":    {1, "root-only: a stale unit in the units directory"},
 }
 
 // goFunc is one function or method of the project, by package directory.

@@ -68,3 +68,18 @@ func runeCut(s string, n int) int {
 	}
 	return n
 }
+
+// TOMLError describes an error of go-toml's decoder as "line N: reason"
+// (several joined with "; "): the one wording every strict TOML file of
+// boxmaker (grants, jobs, config.toml, the scripted model's script) uses.
+func TOMLError(err error) string {
+	var parts []string
+	for _, p := range tomlProblems(err, nil) {
+		if p.Line > 0 {
+			parts = append(parts, fmt.Sprintf("line %d: %s", p.Line, p.Reason))
+		} else {
+			parts = append(parts, p.Reason)
+		}
+	}
+	return strings.Join(parts, "; ")
+}

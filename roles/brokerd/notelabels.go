@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/wire"
 )
 
@@ -227,36 +228,13 @@ func (s *noteLabels) commit(c labelChanges) error {
 	return nil
 }
 
-// writeSynced writes dir/name through a temporary file created with O_EXCL,
-// fsynced, then renamed into place. The caller fsyncs dir.
+// writeSynced writes dir/name whole (atomicfile.Replace). The caller fsyncs
+// dir.
 func writeSynced(dir, name string, data []byte) error {
-	tmp, err := os.CreateTemp(dir, ".tmp-*") // O_RDWR|O_CREATE|O_EXCL
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, a no-op
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, name))
+	return atomicfile.Replace(dir, name, data, 0o600)
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
 // cleanNotePath checks a path relative to memory/ and cleans it; "." is
 // memory/ itself.

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"boxmaker/policy"
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/wire"
 )
 
@@ -133,33 +134,7 @@ func (s *sessions) path(id wire.SessionID) string {
 }
 
 // writeDurably replaces path with data so that a crash leaves the old or the
-// new content, never a mix: write a temporary file, fsync it, rename it over
-// path, fsync the directory.
+// new content, never a mix (atomicfile.Write).
 func writeDurably(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
+	return atomicfile.Write(path, data, 0o600)
 }

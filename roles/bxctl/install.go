@@ -16,6 +16,7 @@ import (
 	"strings"
 	"syscall"
 
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/units"
 
@@ -216,27 +217,10 @@ func ensureBinary(p units.Plan, source string, log io.Writer) error {
 	return replaceFile(p.Binary(), data, 0o755)
 }
 
-// replaceFile writes data beside path and renames it over path.
+// replaceFile writes data beside path and renames it over path, durably
+// (atomicfile.Write).
 func replaceFile(path string, data []byte, mode fs.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".install-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Chmod(mode)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if closeErr := tmp.Close(); err == nil {
-		err = closeErr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, mode)
 }
 
 func ensureLinks(p units.Plan, log io.Writer) error {

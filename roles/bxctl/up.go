@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"boxmaker/roles"
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/internal/supervise"
@@ -234,8 +235,5 @@ func writeUpState(paths config.Paths, st []supervise.Status, scripted bool) {
 	if err != nil {
 		return
 	}
-	tmp := upStatePath(paths) + ".tmp"
-	if os.WriteFile(tmp, data, 0o644) == nil {
-		os.Rename(tmp, upStatePath(paths))
-	}
+	_ = atomicfile.Write(upStatePath(paths), data, 0o644) // status reads the last whole state
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/wire"
 )
 
@@ -149,41 +150,10 @@ func readEpoch(path string) (epochRead, error) {
 	return r, nil
 }
 
-// syncDir makes a directory's entries durable: a new file is not safely on
-// disk until the directory that names it is.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
+// syncDir makes a directory's entries durable (atomicfile.SyncDir).
+func syncDir(dir string) error { return atomicfile.SyncDir(dir) }
 
-// writeDurably writes a small file whole: to a temporary name, synced, then
-// renamed over path, with the directory synced after.
+// writeDurably writes a small file whole, durably (atomicfile.Write).
 func writeDurably(path string, data []byte) error {
-	tmp := path + ".tmp"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(filepath.Dir(path))
+	return atomicfile.Write(path, data, 0o600)
 }

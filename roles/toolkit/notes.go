@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/toolrun"
 	"boxmaker/wire"
 )
@@ -64,25 +65,13 @@ func replaceFile(path string, data []byte) error {
 		}
 		mode = fi.Mode().Perm()
 	}
-	tmp, err := os.CreateTemp(dir, ".notes-write-*")
+	err := atomicfile.Write(path, data, mode)
 	if errors.Is(err, syscall.EROFS) {
 		// A grant whose entry is this one file mounts the file alone, on
 		// the read-only root: write it in place, never through a link.
 		return writeInPlace(path, data)
 	}
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
-	_, err = tmp.Write(data)
-	err = errors.Join(err, tmp.Chmod(mode), tmp.Sync(), tmp.Close())
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
+	return err
 }
 
 // writeInPlace replaces the content of the existing regular file at path.
@@ -93,15 +82,6 @@ func writeInPlace(path string, data []byte) error {
 	}
 	_, err = f.Write(data)
 	return errors.Join(err, f.Sync(), f.Close())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 // relative rewrites the sandbox's paths in err as paths relative to
