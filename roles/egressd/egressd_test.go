@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -50,7 +51,7 @@ func TestMainServesUntilItsContextEnds(t *testing.T) {
 	cmd := Command()
 	go func() { done <- cmd.Run(ctx, []string{"egressd", "--home", dir}) }()
 	path := filepath.Join(dir, "run", "brokerd-egressd", "egress.sock")
-	waitFor(t, func() bool {
+	poll.Until(t, "egressd to be ready", func() bool {
 		end, err := fdpass.OpenEgress(context.Background(), path, []string{"a.example"}, "GET", nil)
 		if err == nil {
 			end.Close()
@@ -69,17 +70,6 @@ func TestMainServesUntilItsContextEnds(t *testing.T) {
 	if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the socket is still there: %v", err)
 	}
-}
-
-func waitFor(t *testing.T, ok func() bool) {
-	t.Helper()
-	for range 200 {
-		if ok() {
-			return
-		}
-		time.Sleep(25 * time.Millisecond)
-	}
-	t.Fatal("gave up waiting")
 }
 
 // rawConn dials egress.sock as brokerd does.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/wire"
 )
 
@@ -45,7 +46,7 @@ func TestApprovalByReaction(t *testing.T) {
 	w.mm.React(w.alice.ID, root, "+1")
 	elsewhere := w.mm.Post(w.alice.ID, w.channel, "a new thread")
 	w.mm.Reply(w.alice.ID, elsewhere.ID, "approve")
-	eventually(t, "the stray answer is told nothing waits", func() bool {
+	poll.Until(t, "the stray answer is told nothing waits", func() bool {
 		_, ok := w.mm.FindPost(w.bot.ID, "No approval waits for an answer in this thread")
 		return ok
 	})
@@ -57,12 +58,12 @@ func TestApprovalByReaction(t *testing.T) {
 	if d != want {
 		t.Fatalf("decision %+v, want %+v", d, want)
 	}
-	eventually(t, "the post says who denied it", func() bool {
+	poll.Until(t, "the post says who denied it", func() bool {
 		p, _ := w.mm.Get(post.ID)
 		return strings.Contains(p.Message, "**Denied** by mm:"+w.bob.ID)
 	})
 	w.mm.React(w.alice.ID, post.ID, "+1")
-	eventually(t, "a late answer is told it was decided", func() bool {
+	poll.Until(t, "a late answer is told it was decided", func() bool {
 		_, ok := w.mm.FindPost(w.bot.ID, "already decided: **Denied**")
 		return ok
 	})
@@ -84,12 +85,12 @@ func TestReofferTakesOver(t *testing.T) {
 	old := b.offer(req)
 	post := w.approvalPost(t, "appr-again")
 	again := b.offer(req)
-	eventually(t, "the second offer is held", func() bool { return strings.Contains(gw.logs.String(), "appr-again: offered again") })
+	poll.Until(t, "the second offer is held", func() bool { return strings.Contains(gw.logs.String(), "appr-again: offered again") })
 	old.cancel()
 	<-old.result
 	// gatewayd logs how it handled the old connection's end either way, so
 	// the check below cannot run before that has happened.
-	eventually(t, "the old connection's end is handled", func() bool {
+	poll.Until(t, "the old connection's end is handled", func() bool {
 		logs := gw.logs.String()
 		return strings.Contains(logs, "appr-again: "+replacedRequestEnded) || strings.Contains(logs, "appr-again: withdrawn")
 	})
@@ -147,11 +148,11 @@ func TestRacingAnswersDecideOnce(t *testing.T) {
 	if d.Approver != winner {
 		t.Fatalf("decision %+v", d)
 	}
-	eventually(t, "the second answer is told the first won", func() bool {
+	poll.Until(t, "the second answer is told the first won", func() bool {
 		_, ok := w.mm.FindPost(w.bot.ID, "already decided")
 		return ok
 	})
-	eventually(t, "the post names the winner", func() bool {
+	poll.Until(t, "the post names the winner", func() bool {
 		p, _ := w.mm.Get(post.ID)
 		return strings.Contains(p.Message, winner)
 	})
@@ -194,13 +195,13 @@ func TestWithdrawnAndExpiredApprovalsSaySo(t *testing.T) {
 	b.offer(request(t, "appr-late", session, time.Now().Add(700*time.Millisecond)))
 	late := w.approvalPost(t, "appr-late")
 	for id, want := range map[string]string{gone.ID: "**No longer pending**", late.ID: "**Expired** at"} {
-		eventually(t, "post "+id+" says "+want, func() bool {
+		poll.Until(t, "post "+id+" says "+want, func() bool {
 			p, _ := w.mm.Get(id)
 			return strings.Contains(p.Message, want) && !strings.Contains(p.Message, "React with")
 		})
 	}
 	w.mm.React(w.alice.ID, late.ID, "+1")
-	eventually(t, "an answer after the expiry is told so", func() bool {
+	poll.Until(t, "an answer after the expiry is told so", func() bool {
 		_, ok := w.mm.FindPost(w.bot.ID, "already decided: **Expired**")
 		return ok
 	})
@@ -231,7 +232,7 @@ func TestApprovalSurvivesDroppedSocket(t *testing.T) {
 			if d := o.decision(t); !d.Approve || d.Approver != "mm:"+w.alice.ID {
 				t.Fatalf("decision %+v", d)
 			}
-			eventually(t, "gatewayd reconnects", func() bool { return w.mm.Sockets() == 1 })
+			poll.Until(t, "gatewayd reconnects", func() bool { return w.mm.Sockets() == 1 })
 			if r := w.mm.Resumes(); c.name == "resumed" && r.Success+r.Lossless == 0 {
 				t.Errorf("no resume: %+v", r)
 			}
@@ -246,7 +247,7 @@ func TestApprovalWaitsOutAnOutage(t *testing.T) {
 	gw := start(t, w, paths)
 	w.mm.SetDown(true)
 	o := newBroker(t, paths).offer(request(t, "appr-out", "chat-3", time.Now().Add(time.Minute)))
-	eventually(t, "gatewayd fails to post", func() bool { return strings.Contains(gw.logs.String(), "approval appr-out: not posted yet") })
+	poll.Until(t, "gatewayd fails to post", func() bool { return strings.Contains(gw.logs.String(), "approval appr-out: not posted yet") })
 	w.mm.SetDown(false)
 	post := w.approvalPost(t, "appr-out")
 	w.mm.React(w.alice.ID, post.ID, "+1")
@@ -271,7 +272,7 @@ func TestRestartedGatewayFindsItsPost(t *testing.T) {
 		t.Fatalf("the request outlived gatewayd: %+v", r.decision)
 	}
 	w.mm.React(w.alice.ID, post.ID, "-1")
-	eventually(t, "the first gatewayd's socket is gone", func() bool { return w.mm.Sockets() == 0 })
+	poll.Until(t, "the first gatewayd's socket is gone", func() bool { return w.mm.Sockets() == 0 })
 
 	start(t, w, paths)
 	if d := b.offer(req).decision(t); d.Approve || d.Post != post.ID || d.Approver != "mm:"+w.alice.ID {

@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 )
 
 // replyIn waits for the bot's reply in a thread to reach its final text.
 func (w *world) replyIn(t *testing.T, root, final string) mmdouble.Post {
 	t.Helper()
 	var got mmdouble.Post
-	eventually(t, "the reply in thread "+root+" is final", func() bool {
+	poll.Until(t, "the reply in thread "+root+" is final", func() bool {
 		for _, p := range w.mm.Thread(root) {
 			if p.UserID == w.bot.ID && strings.HasSuffix(p.Message, final) {
 				got = p
@@ -48,7 +49,7 @@ func TestMessageReachesLoopAndReplyIsStreamed(t *testing.T) {
 
 	// A reply in the thread continues the session; a DM starts another.
 	w.mm.Reply(w.bob.ID, root.ID, "and then?")
-	eventually(t, "the thread's second message reaches loopd", func() bool { return len(loop.received()) == 2 })
+	poll.Until(t, "the thread's second message reaches loopd", func() bool { return len(loop.received()) == 2 })
 	dm := w.mm.DirectChannel(w.alice.ID, w.bot.ID)
 	direct := w.mm.Post(w.alice.ID, dm, "hello in private")
 	w.replyIn(t, direct.ID, "It says hello.")
@@ -65,7 +66,7 @@ func TestOthersBotsEditsAndSystemMessagesAreIgnored(t *testing.T) {
 	gw := start(t, w, paths)
 
 	first := w.mm.Post(w.alice.ID, w.channel, "first")
-	eventually(t, "the first message reaches loopd", func() bool { return len(loop.received()) == 1 })
+	poll.Until(t, "the first message reaches loopd", func() bool { return len(loop.received()) == 1 })
 	w.mm.Post(w.mallory.ID, w.channel, "I am not on the list")
 	w.mm.Post(w.otherBot.ID, w.channel, "beep")
 	w.mm.PostAs(w.alice.ID, mmdouble.Post{ChannelID: w.channel, Message: "impersonating a bot", Props: map[string]any{"from_bot": "true"}})
@@ -76,7 +77,7 @@ func TestOthersBotsEditsAndSystemMessagesAreIgnored(t *testing.T) {
 
 	// Events are handled in order, so once the last message is through,
 	// every one before it has been decided on.
-	eventually(t, "the last message reaches loopd", func() bool { return len(loop.received()) == 2 })
+	poll.Until(t, "the last message reaches loopd", func() bool { return len(loop.received()) == 2 })
 	if got := loop.received()[1]; got.Content != "last" || got.Session.String() != "mm-"+last.ID {
 		t.Errorf("loopd got %+v", got)
 	}
@@ -107,7 +108,7 @@ func TestMessagesSurviveALostStream(t *testing.T) {
 			loop := startLoop(t, paths)
 			start(t, w, paths)
 			w.mm.Post(w.alice.ID, w.channel, "before")
-			eventually(t, "the first message reaches loopd", func() bool { return len(loop.received()) == 1 })
+			poll.Until(t, "the first message reaches loopd", func() bool { return len(loop.received()) == 1 })
 			c.down(w.mm)
 			during := w.mm.Post(w.alice.ID, w.channel, "during")
 			c.back(w.mm)
@@ -129,7 +130,7 @@ func TestLoopdDownIsSaid(t *testing.T) {
 	w := newWorld(t)
 	start(t, w, home(t)) // and no loopd
 	root := w.mm.Post(w.alice.ID, w.channel, "anyone there?")
-	eventually(t, "the reply says loopd is not reachable", func() bool {
+	poll.Until(t, "the reply says loopd is not reachable", func() bool {
 		for _, p := range w.mm.Thread(root.ID) {
 			if p.UserID == w.bot.ID && strings.Contains(p.Message, "_(the turn failed: loopd is not reachable") {
 				return true

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -48,7 +49,7 @@ func TestCommand(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- cmd.Run(ctx, []string{"gatewayd", "--home", paths.Home}) }()
-	eventually(t, "the command logs in", func() bool { return w.mm.Sockets() == 1 })
+	poll.Until(t, "the command logs in", func() bool { return w.mm.Sockets() == 1 })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("gatewayd: %v", err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
@@ -102,7 +103,7 @@ func start(t *testing.T, w *world, paths config.Paths, adjust ...func(*Options))
 		})
 	}
 	t.Cleanup(r.stop)
-	eventually(t, "gatewayd serves and follows the event stream", func() bool {
+	poll.Until(t, "gatewayd serves and follows the event stream", func() bool {
 		logs := r.logs.String()
 		return strings.Contains(logs, "serving ") && strings.Contains(logs, "logged in") && w.mm.Sockets() == 1
 	})
@@ -244,7 +245,7 @@ func request(t *testing.T, id, session string, expires time.Time) wire.ApprovalR
 func (w *world) approvalPost(t *testing.T, id string) mmdouble.Post {
 	t.Helper()
 	var p mmdouble.Post
-	eventually(t, "the approval "+id+" is posted", func() bool {
+	poll.Until(t, "the approval "+id+" is posted", func() bool {
 		for _, q := range w.mm.PostsBy(w.bot.ID) {
 			if q.Props[approvalProp] == id {
 				p = q
@@ -254,16 +255,4 @@ func (w *world) approvalPost(t *testing.T, id string) mmdouble.Post {
 		return false
 	})
 	return p
-}
-
-// eventually polls cond until it holds, or fails the test after 10s.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 )
 
 // Integrations post under a person's user id: an incoming webhook under its
@@ -61,7 +62,7 @@ func integrationsLogged(logs string) int {
 // before the stream has brought every post ahead of it.
 func wantIgnored(t *testing.T, gw *running, marked []mmdouble.Post) {
 	t.Helper()
-	eventually(t, "every marked post is logged", func() bool {
+	poll.Until(t, "every marked post is logged", func() bool {
 		logs := gw.logs.String()
 		for _, p := range marked {
 			if !strings.Contains(logs, "ignored post "+p.ID+" ") {
@@ -175,7 +176,7 @@ func TestIntegrationPostsReadBackAreIgnored(t *testing.T) {
 	w.mm.SetDown(false)
 
 	w.replyIn(t, plain.ID, "It says hello.")
-	eventually(t, "the read-back is done", func() bool { return strings.Contains(gw.logs.String(), "answers on pending approvals re-read") })
+	poll.Until(t, "the read-back is done", func() bool { return strings.Contains(gw.logs.String(), "answers on pending approvals re-read") })
 	o.undecided(t)
 	w.mm.Reply(w.alice.ID, root, "deny")
 	if d := o.decision(t); d.Approve || d.Approver != "mm:"+w.alice.ID || d.Post != post.ID {
@@ -208,7 +209,7 @@ func TestIntegrationRepliesInACatchUpAreIgnored(t *testing.T) {
 	post := w.approvalPost(t, "appr-catch")
 	first.stop()
 	<-o.result
-	eventually(t, "the first gatewayd's socket is gone", func() bool { return w.mm.Sockets() == 0 })
+	poll.Until(t, "the first gatewayd's socket is gone", func() bool { return w.mm.Sockets() == 0 })
 	marked := w.postMarked(post.ChannelID, post.ID, "approve")
 
 	gw := start(t, w, paths)
@@ -219,7 +220,7 @@ func TestIntegrationRepliesInACatchUpAreIgnored(t *testing.T) {
 			want++
 		}
 	}
-	eventually(t, "the catch-up has read the marked replies", func() bool { return integrationsLogged(gw.logs.String()) == want })
+	poll.Until(t, "the catch-up has read the marked replies", func() bool { return integrationsLogged(gw.logs.String()) == want })
 	o.undecided(t)
 	w.mm.Reply(w.alice.ID, post.ID, "deny")
 	if d := o.decision(t); d.Approve || d.Approver != "mm:"+w.alice.ID || d.Post != post.ID {

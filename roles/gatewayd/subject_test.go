@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/fixtures/poll"
 )
 
 // The post names what the call acts on first, and whole.
@@ -44,7 +46,7 @@ func TestLongApprovalIsNotOfferedHere(t *testing.T) {
 	}
 	w.mm.React(w.alice.ID, post.ID, "+1")
 	w.mm.Reply(w.alice.ID, root, "approve")
-	eventually(t, "the answer is told where to answer", func() bool {
+	poll.Until(t, "the answer is told where to answer", func() bool {
 		_, ok := w.mm.FindPost(w.bot.ID, "cannot be answered here")
 		return ok
 	})

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"boxmaker/policy"
-
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -140,9 +138,27 @@ func (c *Config) finish() error {
 	return nil
 }
 
-// describe turns go-toml's errors into "line N: reason" (policy.TOMLError,
-// the one wording of every strict TOML file).
-func describe(err error) string { return policy.TOMLError(err) }
+// describe turns go-toml's errors into "line N: reason", as
+// policy.TOMLError words them for grants and jobs. It is a copy on purpose:
+// config is linked into toolkit, which must never link policy
+// (TestLinkRules).
+func describe(err error) string {
+	var missing *toml.StrictMissingError
+	if errors.As(err, &missing) {
+		var parts []string
+		for _, e := range missing.Errors {
+			row, _ := e.Position()
+			parts = append(parts, fmt.Sprintf("line %d: unknown key %s", row, strings.Join(e.Key(), ".")))
+		}
+		return strings.Join(parts, "; ")
+	}
+	var de *toml.DecodeError
+	if errors.As(err, &de) {
+		row, _ := de.Position()
+		return fmt.Sprintf("line %d: %s", row, de.Error())
+	}
+	return err.Error()
+}
 
 // Duration is a TOML string such as "10m" or "30s". It is a struct so that
 // a bare TOML integer (which would read as nanoseconds) is a type error.

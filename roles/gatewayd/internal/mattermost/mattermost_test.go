@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 
 	"github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
@@ -118,15 +119,6 @@ func (r *recorder) counts() (int, int) {
 	return len(r.events), r.lost
 }
 
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting until %s", what)
-		}
-	}
-}
-
 func TestStreamResumesOrSaysLost(t *testing.T) {
 	s, c, alice, channel := newDouble(t)
 	rec := &recorder{}
@@ -137,19 +129,19 @@ func TestStreamResumesOrSaysLost(t *testing.T) {
 	}()
 	defer func() { cancel(); <-done }()
 
-	waitFor(t, "connected", func() bool { return s.Sockets() == 1 })
+	poll.Until(t, "connected", func() bool { return s.Sockets() == 1 })
 	s.Post(alice.ID, channel, "one")
-	waitFor(t, "one event", func() bool { n, _ := rec.counts(); return n == 1 })
+	poll.Until(t, "one event", func() bool { n, _ := rec.counts(); return n == 1 })
 	s.DropSockets()
 	s.Post(alice.ID, channel, "two") // while disconnected: replayed on resume
-	waitFor(t, "two events", func() bool { n, _ := rec.counts(); return n == 2 })
+	poll.Until(t, "two events", func() bool { n, _ := rec.counts(); return n == 2 })
 	if r := s.Resumes(); r.Lossless+r.Success != 1 || r.Failure != 0 {
 		t.Errorf("resumes %+v", r)
 	}
 	s.ForgetSockets()
-	waitFor(t, "a lost stream is reported", func() bool { _, lost := rec.counts(); return lost == 1 })
+	poll.Until(t, "a lost stream is reported", func() bool { _, lost := rec.counts(); return lost == 1 })
 	s.Post(alice.ID, channel, "three")
-	waitFor(t, "three events", func() bool { n, _ := rec.counts(); return n == 3 })
+	poll.Until(t, "three events", func() bool { n, _ := rec.counts(); return n == 3 })
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for i, want := range []string{"one", "two", "three"} {
