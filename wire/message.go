@@ -114,6 +114,20 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"notes_endorse", NotesEndorse{}},
 	variant{"notes_endorse_result", NotesEndorseResult{}},
 	variant{"notes_refused", NotesRefused{}},
+	// Scheduled jobs (jobs.go).
+	variant{"job_start", JobStart{}},
+	variant{"job_started", JobStarted{}},
+	variant{"job_refused", JobRefused{}},
+	variant{"job_done", JobDone{}},
+	variant{"job_recorded", JobRecorded{}},
+	variant{"job_list", JobList{}},
+	variant{"job_list_result", JobListResult{}},
+	variant{"job_show", JobShow{}},
+	variant{"job_show_result", JobShowResult{}},
+	variant{"job_run", JobRunNow{}},
+	variant{"job_triggered", JobTriggered{}},
+	variant{"job_deliveries", JobDeliveries{}},
+	variant{"job_delivery", JobDelivery{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",
@@ -136,6 +150,7 @@ var partial = []reflect.Type{
 	reflect.TypeFor[ApprovalPendingEvent](),
 	reflect.TypeFor[ToolResultEvent](),
 	reflect.TypeFor[NotesListPart](),
+	reflect.TypeFor[JobDelivery](),
 }
 
 // KindOf returns m's kind as the wire names it ("tool_request", ...), or ""
