@@ -18,6 +18,7 @@ type Paths struct {
 	Config  string // config.toml
 	Grants  string // grants/, beside config.toml
 	Secrets string // secrets/, beside config.toml
+	Jobs    string // jobs/, beside config.toml (DESIGN.md section 13)
 }
 
 // Resolve picks the home (the --home flag, then $BOXMAKER_HOME, then
@@ -47,7 +48,8 @@ func Resolve(homeFlag, configFlag string) (Paths, error) {
 		return Paths{}, err
 	}
 	etc := filepath.Dir(cfg)
-	return Paths{Home: home, Config: cfg, Grants: filepath.Join(etc, "grants"), Secrets: filepath.Join(etc, "secrets")}, nil
+	return Paths{Home: home, Config: cfg, Grants: filepath.Join(etc, "grants"), Secrets: filepath.Join(etc, "secrets"),
+		Jobs: filepath.Join(etc, "jobs")}, nil
 }
 
 // Join returns a path under the home.
