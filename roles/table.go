@@ -77,10 +77,11 @@ var Pairs = []Pair{
 	{Client: "loopd", Listener: "inferproxy", Socket: "infer.sock", Protocol: HTTP,
 		Accepts: []string{"POST /v1/chat/completions", "GET /health", "GET /props", "GET /slots", "POST /tokenize"}},
 	{Client: "loopd", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
-		Accepts: []string{"tool_request", "tool_list"}},
-	// Only the owner's socket accepts approvals and the notes admin kinds.
+		Accepts: []string{"tool_request", "tool_list", "job_start", "job_done", "job_list"}},
+	// Only the owner's socket accepts approvals, the notes admin kinds and
+	// the owner's job_run, a trigger loopd cannot make (DESIGN.md section 13).
 	{Client: "bxctl", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
-		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse"}},
+		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse", "job_list", "job_show", "job_run"}},
 	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: channelKinds},
 	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: channelKinds},
 	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,

@@ -23,6 +23,7 @@ type broker struct {
 	sessions  *sessions
 	approvals *approvals
 	runner    *runner
+	jobRuns   *jobRuns    // the job sessions brokerd minted (jobruns.go)
 	fatal     func(error) // stops brokerd: the audit log can no longer be written
 	gateway   bool        // offer approvals to gatewayd ([gateway] is configured)
 
@@ -49,9 +50,8 @@ func (b *broker) grants() []policy.Grant {
 	for _, e := range bad {
 		b.logOnce("ignoring a grant file: " + e.Error())
 	}
-	// A grant scoped to scheduled jobs applies only in sessions brokerd
-	// minted for those jobs; brokerd mints none yet, so none applies.
-	return policy.GrantsForJob(grants, "")
+	// Every grant, job-scoped ones included: decisions take grantsIn.
+	return grants
 }
 
 func (b *broker) logOnce(msg string) {
@@ -86,7 +86,7 @@ func (b *broker) toolList(id wire.SessionID) (wire.ToolListResult, error) {
 		return wire.ToolListResult{}, err
 	}
 	usable := map[string]bool{}
-	for _, g := range b.grants() {
+	for _, g := range b.grantsIn(id) {
 		if g.UsableIn(state, now) {
 			usable[g.Tool()] = true
 		}
@@ -141,7 +141,7 @@ func (b *broker) handleTool(ctx context.Context, req wire.Envelope, reply replyF
 		}
 		return reply(true, res)
 	}
-	return nil // the socket's table admits nothing else
+	return b.handleLoopdJob(req.Msg, reply)
 }
 
 // handleAdmin serves the owner's socket; approver names the peer.
@@ -168,5 +168,5 @@ func (b *broker) handleAdmin(req wire.Envelope, approver string, reply replyFunc
 		}
 		return reply(true, res)
 	}
-	return nil
+	return b.handleOwnerJob(req.Msg, approver, reply)
 }

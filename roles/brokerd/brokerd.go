@@ -93,6 +93,9 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}
+	if b.jobRuns, err = openJobRuns(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {
+		return nil, err
+	}
 	if b.runner.notes, err = openNoteLabels(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (b *broker) decide(req wire.ToolRequest, state policy.Session) (policy.Deci
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	return policy.Decide(b.grants(), policy.SessionRequest(state, req.Tool, req.Arguments, now))
+	return policy.Decide(b.grantsIn(req.Session), policy.SessionRequest(state, req.Tool, req.Arguments, now))
 }
 
 // record writes d to the audit log and returns once it is durable.
