@@ -84,11 +84,15 @@ func Dirs(s Site) []Dir {
 		out = append(out, Dir{Path: filepath.Join(s.Home, d.path), Owner: userOf(d.owner), Group: group, Mode: d.mode})
 	}
 	broker := userOf("brokerd")
+	jobsPair, _ := roles.PairOf("loopd", "brokerd")
 	return append(out,
 		Dir{Path: filepath.Join(s.Home, "memory", "core.md"), Owner: broker, Group: userOf("loopd"), Mode: 0o640, File: true},
 		Dir{Path: s.Etc, Owner: "root", Group: "root", Mode: 0o755},
 		// Only root writes grants; brokerd's group may read them.
 		Dir{Path: filepath.Join(s.Etc, "grants"), Owner: "root", Group: broker, Mode: setgid | 0o750},
+		// jobs/ likewise, read by brokerd and by loopd's scheduler: the
+		// group of their pair holds exactly those two users.
+		Dir{Path: filepath.Join(s.Etc, "jobs"), Owner: "root", Group: pairGroupName(jobsPair), Mode: setgid | 0o750},
 		// secrets/ is root's alone: each role reads its own copies of just
 		// its secrets (secrets.go), never this directory.
 		Dir{Path: s.SecretsDir(), Owner: "root", Group: "root", Mode: 0o700},
