@@ -70,6 +70,11 @@ var Table = []Spec{
 // nothing about approvals, which go from the owner to brokerd only.
 var channelKinds = []string{"chat_send", "session_list", "session_log"}
 
+// with is kinds and more, in a list of its own.
+func with(kinds []string, more ...string) []string {
+	return append(slices.Clone(kinds), more...)
+}
+
 // Pairs lists every socket directory and what its listener accepts.
 var Pairs = []Pair{
 	// The endpoints loopd uses (DESIGN.md section 8); inferproxy forwards
@@ -82,8 +87,11 @@ var Pairs = []Pair{
 	// the owner's job_run, a trigger loopd cannot make (DESIGN.md section 13).
 	{Client: "bxctl", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
 		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse", "job_list", "job_show", "job_run"}},
-	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: channelKinds},
-	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: channelKinds},
+	// Beside the chat, the owner starts a job's run brokerd was just told
+	// of, and gatewayd takes the job replies that go to Mattermost; neither
+	// may send the other's (DESIGN.md section 13).
+	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_run")},
+	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_deliveries")},
 	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
 		Accepts: []string{"approval_request"}},
 	// Each egress_open carries one end of the call's socketpair.

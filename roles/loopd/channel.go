@@ -31,6 +31,10 @@ func (l *loopd) handle(ctx context.Context, req wire.Envelope, reply sock.Replie
 		return reply(wire.Envelope{Final: true, Msg: wire.SessionListResult{Sessions: l.store.list()}})
 	case wire.SessionLog:
 		return l.sessionLog(m, reply)
+	case wire.JobRunNow:
+		return reply(wire.Envelope{Final: true, Msg: l.sched.runNow(m.Job)})
+	case wire.JobDeliveries:
+		return l.deliveries.serve(ctx, reply)
 	}
 	return fmt.Errorf("kind %s has no handler", wire.KindOf(req.Msg))
 }
@@ -40,6 +44,9 @@ func (l *loopd) handle(ctx context.Context, req wire.Envelope, reply sock.Replie
 // stays open for the next message.
 func (l *loopd) chatSend(ctx context.Context, m wire.ChatSend, reply sock.Replier, names bool) error {
 	ev := &events{reply: reply}
+	if err := l.refuseJobSession(m); err != nil {
+		return ev.fail(err)
+	}
 	res, err := l.chat(ctx, m, ev, names)
 	switch {
 	case err != nil && errors.Is(context.Cause(ctx), sock.ErrPeerGone):

@@ -34,6 +34,9 @@ type Options struct {
 	// OpenSessions bounds the sessions kept open between turns; default
 	// DefaultOpenSessions.
 	OpenSessions int
+	// JobTick is the longest the job scheduler sleeps before it reads
+	// jobs/ and asks brokerd again; default one minute.
+	JobTick time.Duration
 }
 
 // loopd is one running loopd.
@@ -45,6 +48,9 @@ type loopd struct {
 	infer  *inferClient
 	broker string // broker.sock, dialled per turn
 	store  *store
+
+	sched      *scheduler  // scheduled jobs (scheduler.go)
+	deliveries *deliveries // job replies for gatewayd (deliveries.go)
 }
 
 // Run serves loop.sock for bxctl and gatewayd until ctx ends.
@@ -55,6 +61,12 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer l.infer.close()
 	defer l.store.closeAll()
+	// The scheduler's runs end before the sessions close: stop it first.
+	ctx, cancel := context.WithCancel(ctx)
+	var jobs sync.WaitGroup
+	jobs.Go(func() { l.sched.run(ctx) })
+	defer jobs.Wait()
+	defer cancel()
 	return l.serve(ctx)
 }
 
@@ -79,11 +91,13 @@ func start(opts Options) (*loopd, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &loopd{
+	l := &loopd{
 		cfg: cfg.Loop, paths: opts.Paths, log: opts.Log, clock: opts.Clock, store: st,
 		infer:  newInferClient(socketPath(opts.Paths, "loopd", "inferproxy")),
 		broker: socketPath(opts.Paths, "loopd", "brokerd"),
-	}, nil
+	}
+	l.sched, l.deliveries = newScheduler(l, opts.JobTick), newDeliveries(opts.Log.Printf)
+	return l, nil
 }
 
 func socketPath(p config.Paths, client, listener string) string {
