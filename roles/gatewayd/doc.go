@@ -17,6 +17,11 @@
 // or deny in its thread. The first answer wins; brokerd closing the request
 // means it was answered elsewhere or expired, and the post says so.
 //
+// It holds a job_deliveries request open on loop.sock and posts the reply
+// of each scheduled job run that loopd sends (jobs.go): to the owner's
+// direct messages or a configured channel, as the job file said, marked as
+// the job's.
+//
 // It follows the WebSocket event stream, resumes it by connection_id and
 // sequence number after a drop, and reads back over REST what a failed
 // resume lost, handling each post and reaction at most once. An approval

@@ -109,6 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 			cancel()
 		}
 	})
+	serving.Go(func() { g.followJobs(ctx) })
 	err = g.follow(ctx)
 	cancel()
 	serving.Wait()

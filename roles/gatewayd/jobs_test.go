@@ -1,0 +1,102 @@
+package gatewayd
+
+import (
+	"context"
+	"io"
+	"log"
+	"strings"
+	"testing"
+	"time"
+
+	"boxmaker/fixtures/poll"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
+)
+
+// loopJobs stands in for loopd's side of job_deliveries: it sends what the
+// test queues on each subscription, as job_delivery frames.
+type loopJobs struct {
+	queue chan wire.JobDelivery
+}
+
+func startLoopJobs(t *testing.T, paths config.Paths) *loopJobs {
+	t.Helper()
+	l := &loopJobs{queue: make(chan wire.JobDelivery, 8)}
+	path, _ := socketPath(paths, "gatewayd", "loopd")
+	ln, err := sock.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	srv := &sock.Server{Name: "loopd stand-in", Accepts: []string{"job_deliveries"}, AllowPeer: func(sock.Peer) bool { return true },
+		Log: log.New(io.Discard, "", 0), Handle: func(ctx context.Context, _ sock.Peer, _ wire.Envelope, reply sock.Replier) error {
+			for {
+				select {
+				case d := <-l.queue:
+					if err := reply(wire.Envelope{Msg: d}); err != nil {
+						return err
+					}
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			}
+		}}
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return l
+}
+
+// delivery is one for the run of 2020-03-01 06:00 UTC, a day long past,
+// so that its post shows the date.
+func delivery(t *testing.T, to, zone string, trig wire.RunTrigger, outcome wire.RunOutcome, content string) wire.JobDelivery {
+	t.Helper()
+	s, _ := wire.ParseSessionID("job-nightly-202003010600")
+	at, _ := wire.TimestampOf(time.Date(2020, 3, 1, 6, 0, 0, 0, time.UTC))
+	return wire.JobDelivery{Job: "nightly", Session: s, Trigger: trig, Scheduled: at, TimeZone: zone, To: to, Outcome: outcome, Content: content}
+}
+
+// A job's reply goes to the owner's direct messages or a configured
+// channel, marked as the job's; never to a channel gatewayd does not serve.
+func TestJobRepliesArePostedWhereTheJobSays(t *testing.T) {
+	w := newWorld(t)
+	paths := home(t)
+	loop := startLoopJobs(t, paths)
+	r := start(t, w, paths)
+	dm := w.mm.DirectChannel(w.bot.ID, w.alice.ID)
+
+	loop.queue <- delivery(t, "mattermost", "Europe/Berlin", wire.TriggerSchedule, wire.RunOK, "Three notes in the inbox.")
+	loop.queue <- delivery(t, "mattermost:"+w.quiet, "", wire.TriggerOwner, wire.RunOK, "not for the quiet channel")
+	loop.queue <- delivery(t, "mattermost:"+w.channel, "", wire.TriggerCatchUp, wire.RunFailed, "the run did not finish within max_turn (10m)")
+	var posts []string
+	poll.Until(t, "both replies are posted", func() bool {
+		posts = posts[:0]
+		for _, p := range w.mm.PostsBy(w.bot.ID) {
+			posts = append(posts, p.ChannelID+" "+p.Message)
+		}
+		return len(posts) >= 2
+	})
+	want := []string{
+		dm + " **Job nightly** (scheduled 2020-03-01 07:00 Europe/Berlin): Three notes in the inbox.",
+		w.channel + " **Job nightly** (missed at 2020-03-01 06:00 UTC, caught up) failed: _the run did not finish within max_turn (10m)_",
+	}
+	if strings.Join(posts, "\n") != strings.Join(want, "\n") {
+		t.Errorf("posts:\n%s\nwant:\n%s", strings.Join(posts, "\n"), strings.Join(want, "\n"))
+	}
+	poll.Until(t, "the refusal is logged", func() bool {
+		return strings.Contains(r.logs.String(), "channel "+w.quiet+" is not one of [gateway] channels")
+	})
+}
+
+func TestJobTextShowsTheTimeInTheJobsZone(t *testing.T) {
+	d := delivery(t, "mattermost", "Europe/Berlin", wire.TriggerSchedule, wire.RunOK, "hi")
+	now := time.Date(2020, 3, 1, 12, 0, 0, 0, time.UTC)
+	if got := jobText(d, now); got != "**Job nightly** (scheduled 07:00 Europe/Berlin): hi" {
+		t.Errorf("today: %q", got)
+	}
+	d.Trigger, d.TimeZone = wire.TriggerOwner, ""
+	if got := jobText(d, now); got != "**Job nightly** (run by the owner at 06:00 UTC): hi" {
+		t.Errorf("the owner's: %q", got)
+	}
+}
