@@ -20,6 +20,7 @@ func Commands() []*cli.Command {
 		chatCommand(),
 		sessionsCommand(),
 		notesCommand(),
+		jobsCommand(),
 		installCommand(),
 		auditCommand(),
 		grantsCommand(),

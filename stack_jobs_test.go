@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"boxmaker/fixtures/llamadouble"
+)
+
+// Scheduled jobs on a live stack (DESIGN.md section 13): `boxmaker up` as
+// root, the owner's `jobs run`, the scheduler's own runs, a job's grant,
+// and a run cut short by kill -9 of loopd.
+
+// jobsModel reads the note it is told to, and holds every request whose
+// prompt says "slow job" until the test ends, as a model that never
+// answers would; slow counts those requests.
+func jobsModel(t *testing.T, slow *atomic.Int32) string {
+	t.Helper()
+	double := llamadouble.New(llamadouble.Options{Model: "jobs", Script: llamadouble.Script{Rules: []llamadouble.Rule{
+		{Match: `^read (?P<path>\S+)$`, ToolCalls: []llamadouble.ScriptedCall{{Name: "notes_read", Arguments: `{"path":"${path}"}`}}},
+		{Role: "tool", Match: `(?s)^(?P<head>.*)$`, Content: "(jobs model) the note says: ${head}"},
+		{Content: "(jobs model) nothing to do"},
+	}}})
+	done := make(chan struct{})
+	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		if bytes.Contains(body, []byte("slow job")) {
+			slow.Add(1)
+			select {
+			case <-r.Context().Done():
+			case <-done:
+			}
+			return
+		}
+		double.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() { close(done); model.Close() })
+	return model.URL
+}
+
+// jobsGrant reads inbox/ only in runs of the job inbox.
+const jobsGrant = "tool = \"notes_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"private\"\nuntrusted = false\njobs = [\"inbox\"]\n[constraints]\npaths = [\"inbox\"]\n"
+
+func startJobsStack(t *testing.T, slow *atomic.Int32, jobs map[string]string) *stack {
+	t.Helper()
+	return startStackUpstream(t, jobsModel(t, slow), map[string]string{"inbox-read": jobsGrant}, func(home string) {
+		for rel, text := range map[string]string{"memory/inbox/today.md": "two letters from the bank\n"} {
+			writeFile(t, filepath.Join(home, rel), text)
+		}
+		for id, text := range jobs {
+			writeFile(t, filepath.Join(home, "etc", "jobs", id+".toml"), text)
+		}
+	})
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+var startedIn = regexp.MustCompile(`started in session (job-[a-z0-9-]+)`)
+
+// jobsRun is `boxmaker jobs run ID`, returning the session it started.
+func (s *stack) jobsRun(id string) string {
+	s.t.Helper()
+	out := s.run("jobs", "run", id)
+	m := startedIn.FindStringSubmatch(out)
+	if m == nil {
+		s.t.Fatalf("jobs run %s: %s", id, out)
+	}
+	return m[1]
+}
+
+// waitForJob polls `jobs show ID` until cond holds of its output.
+func (s *stack) waitForJob(id, what string, wait time.Duration, cond func(string) bool) string {
+	s.t.Helper()
+	for deadline := time.Now().Add(wait); ; time.Sleep(250 * time.Millisecond) {
+		out := s.run("jobs", "show", id)
+		if cond(out) {
+			return out
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("job %s: %s did not happen:\n%s\nup's log:\n%s", id, what, out, s.log)
+		}
+	}
+}
+
+// A job runs when the owner says and when it is due; its session log holds
+// the prompt and the reply; its grant works there and not in a chat.
+func TestStackJobRunsNowAndEveryMinute(t *testing.T) {
+	var slow atomic.Int32
+	s := startJobsStack(t, &slow, map[string]string{"inbox": "every = \"1m\"\nprompt = \"read inbox/today.md\"\ndeliver = \"log\"\n"})
+	session := s.jobsRun("inbox")
+	if !regexp.MustCompile(`^job-inbox-\d{14}$`).MatchString(session) {
+		t.Errorf("the owner's run is session %s, want job-inbox-<yyyymmddhhmmss>", session)
+	}
+	s.waitForJob("inbox", "the owner's run ending ok", time.Minute, func(out string) bool {
+		return regexp.MustCompile(session+`\s+owner`).MatchString(out) && strings.Contains(out, "ok at")
+	})
+	shown := s.run("sessions", "show", session)
+	if !strings.Contains(shown, "you: read inbox/today.md") || !strings.Contains(shown, "boxmaker: (jobs model) the note says: two letters from the bank") {
+		t.Errorf("the run's session log:\n%s", shown)
+	}
+	if got := resultOf(t, s.say("chat", "read inbox/today.md")); got != "denied: no_grant" {
+		t.Errorf("the job's grant in a chat: %s", got)
+	}
+	// The scheduler's own run: first seen when up started, due a minute on.
+	out := s.waitForJob("inbox", "a scheduled run", 150*time.Second, func(out string) bool {
+		return regexp.MustCompile(`job-inbox-\d{12}\s+schedule .* ok at`).MatchString(out)
+	})
+	scheduled := regexp.MustCompile(`(job-inbox-\d{12})\s+schedule`).FindStringSubmatch(out)[1]
+	if shown := s.run("sessions", "show", scheduled); !strings.Contains(shown, "the note says: two letters from the bank") {
+		t.Errorf("the scheduled run's session log:\n%s", shown)
+	}
+	if tail := s.run("audit", "tail", "-n", "50"); !strings.Contains(tail, "job_start") {
+		t.Errorf("no job_start in the audit log:\n%s", tail)
+	}
+	s.run("audit", "verify")
+}
+
+// A run cut short by kill -9 of loopd is recorded as interrupted and is
+// not run again by the restarted loopd.
+func TestStackJobKilledWithLoopdIsNotRepeated(t *testing.T) {
+	var slow atomic.Int32
+	s := startJobsStack(t, &slow, map[string]string{"slow": "schedule = \"0 3 * * *\"\nprompt = \"slow job\"\ndeliver = \"log\"\ncatch_up = true\n"})
+	session := s.jobsRun("slow")
+	for deadline := time.Now().Add(30 * time.Second); slow.Load() == 0; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the run never asked the model\n%s", s.log)
+		}
+	}
+	pid := s.pidOf("loopd")
+	syscall.Kill(pid, syscall.SIGKILL)
+	out := s.waitForJob("slow", "the run recorded as interrupted", time.Minute, func(out string) bool {
+		return strings.Contains(out, session) && strings.Contains(out, "interrupted")
+	})
+	if n := strings.Count(out, "job-slow-"); n != 1 {
+		t.Errorf("%d runs, want the one:\n%s", n, out)
+	}
+	if p := s.pidOf("loopd"); p == 0 || p == pid {
+		t.Fatalf("loopd was not restarted\n%s", s.log)
+	}
+	if n := slow.Load(); n != 1 {
+		t.Errorf("the model was asked %d times for the run, want once", n)
+	}
+}
