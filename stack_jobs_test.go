@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/llamadouble"
+	"boxmaker/fixtures/mmdouble"
 )
 
 // Scheduled jobs on a live stack (DESIGN.md section 13): `boxmaker up` as
@@ -159,4 +160,55 @@ func TestStackJobKilledWithLoopdIsNotRepeated(t *testing.T) {
 	if n := slow.Load(); n != 1 {
 		t.Errorf("the model was asked %d times for the run, want once", n)
 	}
+}
+
+// A job's ask reaches the owner's Mattermost direct messages like any
+// other; once approved there, the run's reply is posted there too, marked
+// as the job's.
+func TestStackJobAsksAndDeliversOnMattermost(t *testing.T) {
+	mm := mmdouble.New()
+	defer mm.Close()
+	bot, token := mm.AddBot("boxmaker")
+	alice := mm.AddUser("alice")
+	channel := mm.AddChannel("town", bot.ID, alice.ID)
+	dm := mm.DirectChannel(bot.ID, alice.ID)
+	page := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		io.WriteString(w, "the weather is fine\n")
+	}))
+	defer page.Close()
+	host := strings.TrimPrefix(page.URL, "http://")
+	s := startStack(t, map[string]string{
+		"fetch-weather": "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"private\"\nresult_class = \"public\"\njobs = [\"weather\"]\n[constraints]\nhosts = [\"http://" + host + "\"]\n",
+	}, func(home string) {
+		etc := filepath.Join(home, "etc")
+		appendFile(t, filepath.Join(etc, "config.toml"), "\n[gateway]\nurl = \""+mm.URL+"\"\nchannels = [\""+channel+"\"]\nallow_users = [\""+alice.ID+"\"]\nedit_interval = \"100ms\"\n")
+		writeFile(t, filepath.Join(etc, "secrets", "mattermost-bot"), token+"\n")
+		writeFile(t, filepath.Join(etc, "jobs", "weather.toml"), "every = \"1h\"\nprompt = \"fetch "+page.URL+"/\"\ndeliver = \"mattermost\"\n")
+	})
+	s.jobsRun("weather")
+	approval := waitForDM(t, s, mm, dm, bot.ID, "ap-")
+	mm.React(alice.ID, approval.ID, "+1")
+	reply := waitForDM(t, s, mm, dm, bot.ID, "**Job weather** (run by the owner at ")
+	if !strings.Contains(reply.Message, "the weather is fine") {
+		t.Errorf("the job's post: %q", reply.Message)
+	}
+}
+
+// waitForDM waits for a post by user in the direct channel dm containing text.
+func waitForDM(t *testing.T, s *stack, mm *mmdouble.Server, dm, user, text string) mmdouble.Post {
+	t.Helper()
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		for _, p := range mm.PostsBy(user) {
+			if p.ChannelID == dm && strings.Contains(p.Message, text) {
+				return p
+			}
+		}
+	}
+	var seen []string
+	for _, p := range mm.PostsBy(user) {
+		seen = append(seen, p.ChannelID+": "+p.Message)
+	}
+	t.Fatalf("no post with %q in the direct channel:\n%s\nup's log:\n%s", text, strings.Join(seen, "\n"), s.log)
+	return mmdouble.Post{}
 }
