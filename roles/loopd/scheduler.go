@@ -23,10 +23,10 @@ type scheduler struct {
 	poke chan struct{} // wakes the loop before its time
 
 	mu      sync.Mutex
-	running map[string]bool // jobs with a run in this loopd
-	badSeen map[string]bool // job file errors already logged
-	fresh   bool            // the next list is the first since start or since brokerd was unreachable
-	base    context.Context // run's: the runs live as long as the scheduler, not a request
+	running map[string]wire.JobStarted // the run of each job running in this loopd
+	badSeen map[string]bool            // job file errors already logged
+	fresh   bool                       // the next list is the first since start or since brokerd was unreachable
+	base    context.Context            // run's: the runs live as long as the scheduler, not a request
 	runs    sync.WaitGroup
 }
 
@@ -38,7 +38,7 @@ func newScheduler(l *loopd, tick time.Duration) *scheduler {
 	if tick <= 0 {
 		tick = defaultJobTick
 	}
-	return &scheduler{l: l, tick: tick, poke: make(chan struct{}, 1), running: map[string]bool{}, badSeen: map[string]bool{}, fresh: true}
+	return &scheduler{l: l, tick: tick, poke: make(chan struct{}, 1), running: map[string]wire.JobStarted{}, badSeen: map[string]bool{}, fresh: true}
 }
 
 // run looks at the jobs until ctx ends, then waits for the runs it started.
@@ -134,9 +134,11 @@ func (s *scheduler) start(ctx context.Context, job policy.Job, trig wire.RunTrig
 		s.l.log.Printf("job %s: no %s run: %s", job.ID(), trig, why)
 		return wire.JobRefused{Job: job.ID(), Reason: why}
 	}
-	s.setRunning(job.ID(), true)
+	s.mu.Lock()
+	s.running[job.ID()] = started
+	s.mu.Unlock()
 	s.runs.Go(func() {
-		defer s.setRunning(job.ID(), false)
+		defer s.done(job.ID())
 		s.l.runJob(ctx, job, started)
 	})
 	return started
@@ -156,10 +158,21 @@ func (s *scheduler) runNow(id string) wire.Message {
 	if !ok {
 		return wire.JobRefused{Job: id, Reason: "loopd finds no valid job file jobs/" + id + ".toml"}
 	}
-	if s.isRunning(id) {
-		return wire.JobRefused{Job: id, Reason: "a run of it is running in loopd"}
+	res := wire.Message(wire.JobRefused{Job: id, Reason: "a run of it is running in loopd"})
+	if !s.isRunning(id) {
+		res = s.start(ctx, job, wire.TriggerOwner)
 	}
-	return s.start(ctx, job, wire.TriggerOwner)
+	if _, refused := res.(wire.JobRefused); refused {
+		// The scheduler's own look may have claimed the owner's trigger
+		// first: that run is the one the owner asked for.
+		s.mu.Lock()
+		run, ok := s.running[id]
+		s.mu.Unlock()
+		if ok && run.Trigger == wire.TriggerOwner {
+			return run
+		}
+	}
+	return res
 }
 
 // loadJobs reads jobs/ as it is now; a bad file is left out and logged once.
@@ -186,17 +199,15 @@ func (s *scheduler) loadJobs() map[string]policy.Job {
 func (s *scheduler) isRunning(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.running[id]
+	_, ok := s.running[id]
+	return ok
 }
 
-func (s *scheduler) setRunning(id string, on bool) {
+// done forgets the job's run, which ended.
+func (s *scheduler) done(id string) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if on {
-		s.running[id] = true
-	} else {
-		delete(s.running, id)
-	}
+	delete(s.running, id)
+	s.mu.Unlock()
 }
 
 // setFresh sets fresh and reports what it was.
