@@ -175,9 +175,19 @@ func (c *chatter) approval(ctx context.Context, e wire.ApprovalPendingEvent) err
 		return nil
 	}
 	if r, ok := res.(wire.ApprovalAnswerResult); ok {
-		c.view.activity(fmt.Sprintf("approval %s: %s", a.Approval, r.Outcome))
+		c.view.activity(answerLine(a.Approval, r.Outcome))
 	}
 	return nil
+}
+
+// answerLine says what became of the owner's answer at the prompt. unknown
+// means nothing was pending under that id any more: answered from another
+// terminal or Mattermost while the prompt was up, or expired.
+func answerLine(id string, outcome wire.ApprovalOutcome) string {
+	if outcome == wire.OutcomeUnknown {
+		return fmt.Sprintf("approval %s was no longer pending: it was answered elsewhere (boxmaker approve, Mattermost) or it expired", id)
+	}
+	return fmt.Sprintf("approval %s: %s", id, outcome)
 }
 
 func (c *chatter) describeApproval(ctx context.Context, id string) (wire.Approval, error) {

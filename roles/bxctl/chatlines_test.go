@@ -2,7 +2,10 @@ package bxctl
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
+
+	"boxmaker/wire"
 )
 
 // audit tail shows what a terminal could hide or interpret as \u escapes,
@@ -23,5 +26,16 @@ func TestJSONForTerminal(t *testing.T) {
 	}
 	if before["arguments"] != after["arguments"] {
 		t.Errorf("the value changed: %q, then %q", before["arguments"], after["arguments"])
+	}
+}
+
+// An answer at the prompt for an approval answered elsewhere says so,
+// rather than a bare "unknown".
+func TestAnswerLine(t *testing.T) {
+	if got := answerLine("ap-1", wire.OutcomeApproved); got != "approval ap-1: approved" {
+		t.Errorf("approved: %q", got)
+	}
+	if got := answerLine("ap-1", wire.OutcomeUnknown); !strings.Contains(got, "answered elsewhere") {
+		t.Errorf("unknown: %q", got)
 	}
 }
