@@ -198,6 +198,11 @@ func serveScriptedModel(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	go llamadouble.New(llamadouble.Options{Script: llamadouble.DefaultScript()}).Serve(ctx, ln)
+	go llamadouble.New(llamadouble.Options{Script: llamadouble.DefaultScript(), MaxRecorded: scriptedRecorded}).Serve(ctx, ln)
 	return "http://" + ln.Addr().String(), nil
 }
+
+// scriptedRecorded bounds what the scripted model keeps of the requests it
+// answered: nothing reads them under up, and keeping them all grew
+// inferproxy by every prompt of every turn (issue 14).
+const scriptedRecorded = 8
