@@ -13,7 +13,7 @@ TEST_NEEDS ?= bubblewrap tmux
 # The figures issue 3 asks for come from a 200 MB audit log.
 AUDIT_BENCH_MB ?= 200
 
-.PHONY: help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean
+.PHONY: soak help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -59,3 +59,6 @@ deps-run: ## what make run needs ($(RUN_NEEDS)), the same way
 
 clean: ## remove bin/
 	rm -rf bin
+
+soak: ## the soak: 5,000 turns with tool calls over 500 sessions, 64 at a time; fails if a role's fds or RSS grow past a tenth
+	BOXMAKER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -v -timeout 20m .

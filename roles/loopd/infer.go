@@ -40,6 +40,11 @@ func newInferClient(socket string) *inferClient {
 			return redial(ctx, func(ctx context.Context) (net.Conn, error) { return d.DialContext(ctx, "unix", socket) })
 		},
 		MaxIdleConnsPerHost: 8,
+		// infer.sock serves at most sock.DefaultMaxConns connections; past
+		// it a request gets a 503. loopd is its one client, so it keeps
+		// well below that and a busy moment queues here instead (the soak,
+		// 64 turns at a time, found the 503s).
+		MaxConnsPerHost: 32,
 		// Streams are read as they come; compression would only delay them.
 		DisableCompression: true,
 	}
