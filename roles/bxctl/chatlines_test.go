@@ -2,6 +2,8 @@ package bxctl
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -37,5 +39,29 @@ func TestAnswerLine(t *testing.T) {
 	}
 	if got := answerLine("ap-1", wire.OutcomeUnknown); !strings.Contains(got, "answered elsewhere") {
 		t.Errorf("unknown: %q", got)
+	}
+}
+
+// With no --home and no BOXMAKER_HOME, a command run where boxmaker is not
+// installed but a development home sits in .state/ says how to reach it.
+func TestDevelopmentHomeHint(t *testing.T) {
+	if _, err := os.Stat("/etc/boxmaker/config.toml"); err == nil {
+		t.Skip("skipping: boxmaker is installed on this machine, so the production home is the right answer")
+	}
+	t.Setenv("BOXMAKER_HOME", "")
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".state", "etc"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".state", "etc", "config.toml"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, _, errOut := run(t, "approvals")
+	if code != 2 || !strings.Contains(errOut, "add --home .state") {
+		t.Errorf("exit %d, stderr %q", code, errOut)
+	}
+	if _, _, errOut := run(t, "approvals", "--home", ".state"); strings.Contains(errOut, "add --home") {
+		t.Errorf("--home .state still gets the hint: %q", errOut)
 	}
 }

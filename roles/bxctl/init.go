@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"boxmaker/policy"
+	"boxmaker/roles/internal/config"
 
 	"github.com/urfave/cli/v3"
 )
@@ -36,7 +37,7 @@ func initHome(_ context.Context, cmd *cli.Command) error {
 	if cmd.Args().Present() {
 		return usagef("init takes no arguments; use --home DIR")
 	}
-	paths, err := pathsOf(cmd)
+	paths, err := config.Resolve(setFlag(cmd, "home"), setFlag(cmd, "config")) // init makes a home: no hint about another
 	if err != nil {
 		return err
 	}
