@@ -45,6 +45,8 @@ type checkpointer struct {
 	kick chan struct{}
 	stop chan struct{}
 	done chan struct{}
+	// broken: signing or writing a checkpoint failed, and the Writer with it
+	broken bool
 }
 
 // lastCheckpoint reads the newest checkpoint in the log's directory, or in
@@ -155,6 +157,7 @@ func (w *Writer) checkpointLoop() {
 		case <-tick.C:
 		}
 		if err := w.checkpoint(); err != nil {
+			c.broken = true // read by stopCheckpoints after done is closed
 			w.fail(err)
 			return
 		}
@@ -238,9 +241,12 @@ func syncDir(dir string) error {
 	return errors.Join(d.Sync(), d.Close())
 }
 
-// stopCheckpoints stops the goroutine and, unless the writer failed, signs
-// the head as it is at a clean stop; closeFiles closes the file.
-func (w *Writer) stopCheckpoints(failed bool) error {
+// stopCheckpoints stops the goroutine and signs the durable head as it is at
+// the stop; closeFiles closes the file. It signs even after the Writer
+// failed, since every record up to the durable head was written: after the
+// log was deleted under the Writer, that checkpoint (in the mirror, at
+// least) is what makes the next Open refuse the empty log.
+func (w *Writer) stopCheckpoints() error {
 	c := w.cp
 	if c == nil || c.f == nil {
 		return nil
@@ -250,7 +256,7 @@ func (w *Writer) stopCheckpoints(failed bool) error {
 	}
 	close(c.stop)
 	<-c.done
-	if failed {
+	if c.broken {
 		return nil
 	}
 	return w.checkpoint()

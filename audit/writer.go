@@ -139,13 +139,12 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true
-	failed := w.err != nil
-	if !failed {
+	if w.err == nil {
 		w.err = ErrClosed
 	}
 	w.wake.Broadcast()
 	w.mu.Unlock()
-	return errors.Join(w.stopCheckpoints(failed), w.closeFiles())
+	return errors.Join(w.stopCheckpoints(), w.closeFiles())
 }
 
 func (w *Writer) closeFiles() error {
