@@ -2,6 +2,7 @@ package audit
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -58,10 +59,14 @@ func (w *Writer) lead() {
 	err := w.commit(batch)
 	w.mu.Lock()
 	w.leading = false
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrReplaced):
+		w.err = err // its own words say what happened and what to do
+	case err != nil:
 		w.err = fmt.Errorf("%w: %w", ErrFailed, err)
-	} else {
-		w.durable = Head{Seq: w.head.seq, Hash: w.head.hash}
+	default:
+		w.durable, w.durableEnd = Head{Seq: w.head.seq, Hash: w.head.hash}, w.end
+		w.checkpointDue()
 	}
 	for _, r := range batch {
 		if err != nil {
@@ -100,6 +105,9 @@ const maxGatherYields = 64
 // date and fsyncs it. Any error here is fatal to the Writer; a request that
 // cannot be sealed only fails itself.
 func (w *Writer) commit(batch []*request) error {
+	if err := w.checkFiles(); err != nil {
+		return err
+	}
 	w.buf = w.buf[:0]
 	for _, r := range batch {
 		line, day, err := w.seal(r)
@@ -116,6 +124,7 @@ func (w *Writer) commit(batch []*request) error {
 			}
 		}
 		w.buf = append(append(w.buf, line...), '\n')
+		w.end.Line++
 	}
 	return w.flush()
 }
@@ -161,6 +170,7 @@ func (w *Writer) flush() error {
 	if err := w.cur.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", dayName(w.day), err)
 	}
+	w.end.Offset += int64(len(w.buf))
 	if cap(w.buf) > 4<<20 {
 		w.buf = nil // let one huge batch's buffer go
 	}
@@ -189,7 +199,7 @@ func (w *Writer) startDay(day int64) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", name, err)
 	}
-	w.cur, w.day = f, day
+	w.cur, w.day, w.end = f, day, Position{File: name}
 	if err := w.dirf.Sync(); err != nil {
 		return fmt.Errorf("fsync directory %s: %w", w.dir, err)
 	}

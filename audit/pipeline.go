@@ -49,7 +49,8 @@ type parsedLine struct {
 // pipeline carries chunks from the reader through the workers to the
 // checker, in order.
 type pipeline struct {
-	target  int // chunkBytes, smaller in tests
+	target  int   // chunkBytes, smaller in tests
+	from    int64 // where reading starts in the first file
 	ordered chan *chunk
 	work    chan *chunk
 	free    chan *chunk // checked chunks, whose buffers are reused
@@ -58,15 +59,16 @@ type pipeline struct {
 }
 
 // startPipeline starts reading files of dir with workers parsing; workers
-// is GOMAXPROCS when zero. The caller takes chunks from ordered and must
-// call finish.
-func startPipeline(dir string, files []dayFile, target, workers int) *pipeline {
+// is GOMAXPROCS when zero; reading starts at offset from in the first file.
+// The caller takes chunks from ordered and must call finish.
+func startPipeline(dir string, files []dayFile, from int64, target, workers int) *pipeline {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	inFlight := 2*workers + 1
 	p := &pipeline{
 		target:  target,
+		from:    from,
 		ordered: make(chan *chunk, inFlight),
 		work:    make(chan *chunk, inFlight+1),
 		free:    make(chan *chunk, inFlight+2),
@@ -144,6 +146,11 @@ func (p *pipeline) readFile(i int, path string) bool {
 		return p.send(&chunk{file: i, openErr: err, end: true})
 	}
 	defer fh.Close()
+	if i == 0 && p.from > 0 {
+		if _, err := fh.Seek(p.from, io.SeekStart); err != nil {
+			return p.send(&chunk{file: i, openErr: err, end: true})
+		}
+	}
 	var carry []byte // the start of a line the last chunk cut off
 	for {
 		c := p.chunk(i)

@@ -10,8 +10,8 @@ import (
 
 // resume reads the log the Writer has just locked, checks the whole chain and
 // repairs a torn tail, so that appending can continue from the last record.
-func (w *Writer) resume() error {
-	s, err := scanDir(w.dir, true)
+func (w *Writer) resume(last *Checkpoint) error {
+	s, err := w.scanForResume(last)
 	if err != nil {
 		return fmt.Errorf("audit: refusing to append to the log in %s, which does not verify: %w", w.dir, err)
 	}
@@ -29,10 +29,16 @@ func (w *Writer) resume() error {
 			return fmt.Errorf("audit: %w", err)
 		}
 		w.day = s.lastFile.day
+		st, err := os.Stat(name)
+		if err != nil {
+			return fmt.Errorf("audit: %w", err)
+		}
+		w.end = Position{File: s.lastFile.name, Offset: st.Size(), Line: s.endLine}
 	}
 	if err := w.repair(s); err != nil {
 		return fmt.Errorf("audit: recovering the torn end of the log in %s: %w", w.dir, err)
 	}
+	w.durable, w.durableEnd = Head{Seq: w.head.seq, Hash: w.head.hash}, w.end
 	return nil
 }
 

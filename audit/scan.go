@@ -38,10 +38,13 @@ type chainScan struct {
 	head      chainHead
 	records   uint64
 	files     int
-	torn      int      // lines accepted as torn
-	run       tornRun  // open at the end only in repair mode
-	noNewline bool     // the log's last line has no newline (repair mode)
-	lastFile  *dayFile // the newest day file, if any
+	torn      int          // lines accepted as torn
+	run       tornRun      // open at the end only in repair mode
+	noNewline bool         // the log's last line has no newline (repair mode)
+	lastFile  *dayFile     // the newest day file, if any
+	endLine   int          // the lines of the newest day file
+	startLine int          // the lines of the first file before the scan's start
+	cps       []Checkpoint // checkpoints the chain has yet to reach, oldest first
 }
 
 // scanDir checks every day file of dir in date order.
@@ -57,18 +60,26 @@ func scanDirWith(dir string, repair bool, target, workers int) (*chainScan, erro
 		return nil, err
 	}
 	s := &chainScan{repair: repair}
-	p := startPipeline(dir, files, target, workers)
+	if err := s.scan(dir, files, 0, target, workers); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// scan checks files in order, starting at offset from in the first.
+func (s *chainScan) scan(dir string, files []dayFile, from int64, target, workers int) error {
+	p := startPipeline(dir, files, from, target, workers)
 	defer p.finish()
 	if err := s.chunks(p, files); err != nil {
-		return nil, err
+		return err
 	}
 	if len(files) > 0 {
 		s.lastFile = &files[len(files)-1]
 	}
-	if s.run.open && !repair {
-		return nil, s.runFailure(errors.New("no recovery record follows it"))
+	if s.run.open && !s.repair {
+		return s.runFailure(errors.New("no recovery record follows it"))
 	}
-	return s, nil
+	return nil
 }
 
 // chunks checks the lines of every chunk in order, as the workers finish
@@ -82,11 +93,15 @@ func (s *chainScan) chunks(p *pipeline, files []dayFile) error {
 		}
 		if c.file >= s.files {
 			s.files, n = c.file+1, 0
+			if c.file == 0 {
+				n = s.startLine
+			}
 		}
 		<-c.parsed
 		if err := s.chunk(c, f, &n, c.file == len(files)-1); err != nil {
 			return err
 		}
+		s.endLine = n
 		p.done(c)
 	}
 	return nil
@@ -158,8 +173,7 @@ func (s *chainScan) line(pos position, day int64, b []byte, l parsedLine) error 
 	if err := s.check(e, day); err != nil {
 		return &VerifyError{File: pos.file, Line: pos.line, Err: err}
 	}
-	s.commit(e, l.sum)
-	return nil
+	return s.commit(pos, e, l.sum)
 }
 
 // inRun handles a line that follows a torn line: it is another line that
@@ -180,7 +194,9 @@ func (s *chainScan) inRun(pos position, day int64, b []byte, l parsedLine) error
 	if err := s.check(e, day); err != nil {
 		return pos.errorf("recovery record: %w", err)
 	}
-	s.commit(e, l.sum)
+	if err := s.commit(pos, e, l.sum); err != nil {
+		return err
+	}
 	s.torn += s.run.lines
 	s.run.open = false
 	return nil
@@ -203,9 +219,18 @@ func (s *chainScan) check(e entry, day int64) error {
 	return nil
 }
 
-func (s *chainScan) commit(e entry, sum [32]byte) {
+// commit moves the chain on to e, after checking it against any checkpoint
+// of its seq.
+func (s *chainScan) commit(pos position, e entry, sum [32]byte) error {
+	for len(s.cps) > 0 && s.cps[0].Seq <= e.seq {
+		if cp := s.cps[0]; cp.Seq == e.seq && cp.Hash != sum {
+			return pos.errorf("seq %d hashes to %s, but the checkpoint of %s says %s: the log was rewritten", e.seq, wire.Hash32(sum), cp.Time, cp.Hash)
+		}
+		s.cps = s.cps[1:]
+	}
 	s.head = chainHead{seq: e.seq, hash: sum, time: e.time}
 	s.records++
+	return nil
 }
 
 func (s *chainScan) startRun(pos position, b []byte, why error) {

@@ -19,23 +19,26 @@ type Writer struct {
 	fs    fileSystem
 	lock  *os.File
 
-	mu      sync.Mutex
-	wake    sync.Cond // broadcast when a batch ends or the writer closes
-	queue   []*request
-	leading bool  // a goroutine is gathering or writing a batch, without mu held
-	err     error // sticky: set once, the answer to every later append
-	closed  bool
-	durable Head // the newest record known to be on disk
+	mu         sync.Mutex
+	wake       sync.Cond // broadcast when a batch ends or the writer closes
+	queue      []*request
+	leading    bool  // a goroutine is gathering or writing a batch, without mu held
+	err        error // sticky: set once, the answer to every later append
+	closed     bool
+	durable    Head          // the newest record known to be on disk
+	durableEnd Position      // where durable ends
+	cp         *checkpointer // nil without WithCheckpoints
 
 	// The tail of the chain and the open files belong to whichever goroutine
 	// is leading (or to Open, before the Writer is shared); see lead.
 	head     chainHead
 	floor    wire.Timestamp // no record's time goes before this
 	dirf     file
-	cur      file   // the day file being appended to; nil before the first
-	day      int64  // cur's day
-	buf      []byte // the batch's lines
-	line     []byte // the line being sealed
+	cur      file     // the day file being appended to; nil before the first
+	day      int64    // cur's day
+	end      Position // where the last line sealed ends (once flushed)
+	buf      []byte   // the batch's lines
+	line     []byte   // the line being sealed
 	timeText cachedTime
 }
 
@@ -80,8 +83,19 @@ func Open(dir string, opts ...Option) (*Writer, error) {
 		return nil, err
 	}
 	w.lock = lock
-	if err := w.resume(); err != nil {
+	var last *Checkpoint
+	if w.cp != nil {
+		if last, err = w.cp.lastCheckpoint(dir); err != nil {
+			return nil, errors.Join(fmt.Errorf("%w\n%s", err, recoverHint), w.closeFiles())
+		}
+	}
+	if err := w.resume(last); err != nil {
 		return nil, errors.Join(err, w.closeFiles())
+	}
+	if w.cp != nil {
+		if err := w.startCheckpoints(last); err != nil {
+			return nil, errors.Join(err, w.closeFiles())
+		}
 	}
 	return w, nil
 }
@@ -130,7 +144,7 @@ func (w *Writer) Close() error {
 	}
 	w.wake.Broadcast()
 	w.mu.Unlock()
-	return w.closeFiles()
+	return errors.Join(w.stopCheckpoints(), w.closeFiles())
 }
 
 func (w *Writer) closeFiles() error {
@@ -139,6 +153,9 @@ func (w *Writer) closeFiles() error {
 		if f != nil {
 			errs = append(errs, f.Close())
 		}
+	}
+	if w.cp != nil && w.cp.f != nil {
+		errs = append(errs, w.cp.f.Close())
 	}
 	if w.lock != nil {
 		errs = append(errs, w.lock.Close()) // releases the flock

@@ -193,7 +193,8 @@ func TestLogFixturesRoundTrip(t *testing.T) {
 // The audit fixtures' complete lines are canonical records too; the torn
 // line (no newline after it in torn-before, the short one in torn-after) is not.
 func TestAuditFixtureLinesRoundTrip(t *testing.T) {
-	for _, file := range globFixtures(t, "audit/*/*.jsonl") {
+	// Day files only: fixtures/audit/checkpoints holds signed notes.
+	for _, file := range globFixtures(t, "audit/*/????-??-??.jsonl") {
 		data, _ := os.ReadFile(file)
 		for i, line := range bytes.SplitAfter(data, []byte("\n")) {
 			line, complete := bytes.CutSuffix(line, []byte("\n"))

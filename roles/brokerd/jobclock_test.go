@@ -102,7 +102,7 @@ func (h *home) ask(client string, m wire.Message) wire.Message {
 // auditRecords reads every audit record of the home.
 func (h *home) auditRecords() []wire.AuditRecord {
 	h.t.Helper()
-	files, _ := filepath.Glob(filepath.Join(h.dir, "audit", "*.jsonl"))
+	files, _ := filepath.Glob(filepath.Join(h.dir, "audit", "????-??-??.jsonl")) // the day files, not checkpoints.jsonl
 	var out []wire.AuditRecord
 	for _, f := range files {
 		data, err := os.ReadFile(f)

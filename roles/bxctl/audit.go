@@ -18,10 +18,18 @@ func auditCommand() *cli.Command {
 		Usage: "check and read the hash-chained audit log",
 		Commands: []*cli.Command{{
 			Name:      "verify",
-			Usage:     "check every record's chain, seq and strict form; exit 1 naming the first bad file and line",
+			Usage:     "check every record's chain, seq and strict form, and the signed checkpoints; exit 1 naming the first bad file and line",
+			ArgsUsage: "[DIR]",
+			Flags: append(homeFlags(), &cli.BoolFlag{
+				Name: "from-checkpoint", Usage: "check only the records after the newest checkpoint (fast for a large log)",
+			}),
+			Action: verifyAudit,
+		}, {
+			Name:      "checkpoints",
+			Usage:     "list brokerd's signed checkpoints of the chain's head",
 			ArgsUsage: "[DIR]",
 			Flags:     homeFlags(),
-			Action:    verifyAudit,
+			Action:    auditCheckpoints,
 		}, {
 			Name:      "head",
 			Usage:     "print the newest record's seq and hash, to keep a copy of the chain head elsewhere",
@@ -47,19 +55,6 @@ func auditDir(cmd *cli.Command) (string, error) {
 		return "", err
 	}
 	return dirArg(cmd, paths.Join("audit"))
-}
-
-func verifyAudit(_ context.Context, cmd *cli.Command) error {
-	dir, err := auditDir(cmd)
-	if err != nil {
-		return err
-	}
-	res, err := audit.Verify(dir)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(cmd.Root().Writer, res)
-	return nil
 }
 
 func auditHead(_ context.Context, cmd *cli.Command) error {

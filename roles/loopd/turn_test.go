@@ -199,9 +199,11 @@ func TestMalformedArgumentsAreAnsweredNotReplayed(t *testing.T) {
 
 func auditBytes(t *testing.T, home string) int64 {
 	var n int64
-	entries, _ := os.ReadDir(filepath.Join(home, "audit"))
+	// The day files only: brokerd writes its checkpoint key's verifier
+	// beside them at start, before any decision.
+	entries, _ := filepath.Glob(filepath.Join(home, "audit", "????-??-??.jsonl"))
 	for _, e := range entries {
-		fi, err := e.Info()
+		fi, err := os.Stat(e)
 		if err != nil {
 			t.Fatal(err)
 		}

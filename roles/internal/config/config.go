@@ -21,6 +21,7 @@ type Config struct {
 	Egress  Egress   `toml:"egress"`
 	Consult Consult  `toml:"consult"`
 	Loop    Loop     `toml:"loop"`
+	Audit   Audit    `toml:"audit"`
 	Gateway *Gateway `toml:"gateway"` // gatewayd runs only when this table is present
 }
 
@@ -82,6 +83,7 @@ func Defaults() Config {
 		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Dur(30 * time.Second), OutputBytes: 1 << 20, Processes: 64},
 		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
 		Loop:    DefaultLoop(),
+		Audit:   DefaultAudit(),
 	}
 }
 
@@ -112,6 +114,9 @@ func Load(path string) (Config, error) {
 func (c *Config) finish() error {
 	if up := os.Getenv("BOXMAKER_UPSTREAM"); up != "" {
 		c.Infer.Upstream = up
+	}
+	if err := c.Audit.Check(); err != nil {
+		return err
 	}
 	if c.Gateway != nil {
 		if err := c.Gateway.Check(); err != nil {
