@@ -142,3 +142,50 @@ func exitCode(err error) int {
 	}
 	return -1
 }
+
+// The owner's recovery from a log cut short: `audit rebase` moves it aside
+// with brokerd's mirror, and brokerd starts on a new chain whose first
+// record names the last checkpoint and the reason.
+func TestRebaseAfterTruncatedLog(t *testing.T) {
+	h := newHome(t, "", nil)
+	h.start()
+	h.deniedCalls(3)
+	if out, err := h.bxctl("audit", "rebase", "--reason", "too early"); err == nil || !strings.Contains(out, "stop it") {
+		t.Fatalf("audit rebase with brokerd running: %v\n%s", err, out)
+	}
+	h.stopCleanly()
+	files, _ := filepath.Glob(filepath.Join(h.dir, "audit", "2*.jsonl"))
+	if err := os.Truncate(files[len(files)-1], 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := h.startRefused(); !strings.Contains(out, "cut short") {
+		t.Fatalf("brokerd over a log cut short:\n%s", out)
+	}
+	out, err := h.bxctl("audit", "rebase", "--reason", "restored from nothing")
+	if err != nil {
+		t.Fatalf("audit rebase: %v\n%s", err, out)
+	}
+	aside, _ := filepath.Glob(filepath.Join(h.dir, "audit.rebased-*"))
+	if len(aside) != 1 {
+		t.Fatalf("the old log was not kept beside audit/: %v\n%s", aside, out)
+	}
+	for _, name := range []string{"checkpoints.jsonl", "broker-checkpoint.last", filepath.Base(files[len(files)-1])} {
+		if _, err := os.Stat(filepath.Join(aside[0], name)); err != nil {
+			t.Errorf("the old %s was not kept: %v", name, err)
+		}
+	}
+	h.start()
+	h.deniedCalls(1)
+	h.stopCleanly()
+	if out, err := h.bxctl("audit", "verify"); err != nil || !strings.Contains(out, "head seq 2") {
+		t.Fatalf("audit verify after the rebase: %v\n%s", err, out)
+	}
+	first, _ := filepath.Glob(filepath.Join(h.dir, "audit", "2*.jsonl"))
+	data, _ := os.ReadFile(first[0])
+	line, _, _ := strings.Cut(string(data), "\n")
+	for _, want := range []string{`"seq":1,`, `"tool":"audit_rebase"`, `restored from nothing`, `checkpoint_seq\":3`} {
+		if !strings.Contains(line, want) {
+			t.Errorf("the new chain's first record lacks %s:\n%s", want, line)
+		}
+	}
+}

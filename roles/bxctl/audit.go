@@ -31,6 +31,13 @@ func auditCommand() *cli.Command {
 			Flags:     homeFlags(),
 			Action:    auditCheckpoints,
 		}, {
+			Name:  "rebase",
+			Usage: "with brokerd stopped, move the log that brokerd refuses aside and start a new chain whose first record names its last checkpoint and the reason",
+			Flags: append(homeFlags(), &cli.StringFlag{
+				Name: "reason", Required: true, Usage: "why the old chain is given up, recorded in the new chain's first record",
+			}),
+			Action: auditRebase,
+		}, {
 			Name:      "head",
 			Usage:     "print the newest record's seq and hash, to keep a copy of the chain head elsewhere",
 			ArgsUsage: "[DIR]",

@@ -1,0 +1,71 @@
+package bxctl
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"boxmaker/audit"
+	"boxmaker/roles"
+
+	"github.com/urfave/cli/v3"
+	"golang.org/x/mod/sumdb/note"
+)
+
+// auditRebase is the owner's recovery when brokerd refuses a log shorter
+// than, or different from, its last checkpoint (DESIGN.md section 14): with
+// brokerd stopped, the old audit/ is moved aside with brokerd's copy of the
+// last checkpoint, and a new chain begins with a record naming both.
+func auditRebase(_ context.Context, cmd *cli.Command) error {
+	reason := strings.TrimSpace(cmd.String("reason"))
+	if reason == "" {
+		return usagef("audit rebase: --reason must say why the old chain is given up")
+	}
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return err
+	}
+	dir, brokerDir := paths.Join("audit"), paths.Join("broker")
+	v, err := rebaseVerifier(dir, brokerDir)
+	if err != nil {
+		return err
+	}
+	aside, rec, err := audit.Rebase(audit.RebaseConfig{
+		Dir: dir, Mirror: filepath.Join(brokerDir, "checkpoint.last"), Verifier: v,
+		Reason: reason, Approver: "local:" + roles.UserName(uint32(os.Getuid())),
+	})
+	if err != nil {
+		return err
+	}
+	out := cmd.Root().Writer
+	fmt.Fprintf(out, "the old log and its checkpoints are in %s\n", aside)
+	fmt.Fprintf(out, "new chain: seq %d %s %s\n", rec.Seq, rec.Tool, rec.Arguments)
+	return nil
+}
+
+// rebaseVerifier is the checkpoint key's verifier: beside the log, else in
+// brokerd's key file (when audit/ was emptied); nil when brokerd never made
+// a key, so no checkpoint can exist.
+func rebaseVerifier(dir, brokerDir string) (note.Verifier, error) {
+	vkey, err := os.ReadFile(filepath.Join(dir, audit.VerifierKeyName))
+	if errors.Is(err, os.ErrNotExist) {
+		var key []byte
+		key, err = os.ReadFile(filepath.Join(brokerDir, "checkpoint.key"))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, nil
+		}
+		_, v, _ := strings.Cut(string(key), "\n")
+		vkey = []byte(v)
+	}
+	if err != nil {
+		return nil, err
+	}
+	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
+	if err != nil {
+		return nil, fmt.Errorf("audit rebase: checkpoint verifier key: %w", err)
+	}
+	return v, nil
+}
