@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"time"
 
 	"boxmaker/wire"
 )
@@ -139,6 +140,7 @@ func (w *Writer) seal(r *request) (line []byte, day int64, err error) {
 		return nil, 0, fmt.Errorf("audit: clock: %w", err)
 	}
 	ts := max(now, w.floor, w.head.time)
+	w.noteClock(now, ts)
 	seq, prev := w.head.seq+1, w.head.hash
 	if line, err = appendChain(w.line[:0], chainFields{Seq: seq, Time: ts, Prev: prev}, &w.timeText); err != nil {
 		return nil, 0, fmt.Errorf("audit: %w", err)
@@ -204,4 +206,22 @@ func (w *Writer) startDay(day int64) error {
 		return fmt.Errorf("fsync directory %s: %w", w.dir, err)
 	}
 	return nil
+}
+
+// noteClock logs, once per episode, that the wall clock (now) is behind the
+// time the chain keeps (ts): records never go back in time, so they carry ts
+// until the clock catches up, which ends the episode.
+func (w *Writer) noteClock(now, ts wire.Timestamp) {
+	switch {
+	case now >= ts:
+		w.behind = false
+	case !w.behind:
+		w.behind = true
+		if w.logf != nil {
+			nt, _ := now.MarshalText()
+			tt, _ := ts.MarshalText()
+			w.logf("audit: the wall clock (%s) is behind the last record's time (%s), %s: it was stepped back; records keep %s until the clock catches up",
+				nt, tt, time.Duration(ts-now)*time.Millisecond, tt)
+		}
+	}
 }

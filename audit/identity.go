@@ -18,7 +18,8 @@ var ErrReplaced = errors.New("audit: the log was deleted or replaced while the w
 // recoverHint tells the owner what to do when the log is not what the
 // writer, or its last checkpoint, says it should be.
 const recoverHint = "to recover, restore the audit directory from a backup (the checkpoint names the seq and hash it must hold) and start brokerd again; " +
-	"to give up the old chain instead, move audit/ and broker/checkpoint.last aside, keeping them for the record, and start brokerd on a new chain"
+	"to give up the old chain instead, stop brokerd and run `boxmaker audit rebase --reason TEXT`, which moves audit/ and broker/checkpoint.last aside, keeping them, " +
+	"and starts a new chain whose first record names the last checkpoint and the reason"
 
 // checkFiles makes sure that the files the Writer holds open are still the
 // ones at their paths, before each batch: an fstat and an lstat of each of

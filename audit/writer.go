@@ -40,6 +40,8 @@ type Writer struct {
 	buf      []byte   // the batch's lines
 	line     []byte   // the line being sealed
 	timeText cachedTime
+	logf     func(format string, args ...any) // nil: nothing is logged
+	behind   bool                             // the clock is behind the chain's time: an episode is logged
 }
 
 // request is one entry waiting for a batch: a record, or at Open the
@@ -60,6 +62,13 @@ type Option func(*Writer)
 // that the day files stay in chain order.
 func WithClock(now func() time.Time) Option {
 	return func(w *Writer) { w.clock = now }
+}
+
+// WithLog makes the Writer say through logf what it does not refuse but the
+// owner should know: a wall clock behind the last record's time (stepped
+// back), once per episode, while records keep the last time.
+func WithLog(logf func(format string, args ...any)) Option {
+	return func(w *Writer) { w.logf = logf }
 }
 
 // withFileSystem replaces the files the Writer writes through, for tests

@@ -3,6 +3,7 @@ package audit
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -280,5 +281,32 @@ func TestOpenRefusesStrayFile(t *testing.T) {
 	var ve *VerifyError
 	if !errors.As(err, &ve) || ve.File != "2026-09-17.jsonl.bak" {
 		t.Fatalf("Open = %v, want a refusal naming the stray file", err)
+	}
+}
+
+// A clock stepped back is logged once per episode: records keep the last
+// time, and the log says so, again only after the clock caught up and fell
+// behind once more.
+func TestClockBehindIsLoggedOncePerEpisode(t *testing.T) {
+	dir := t.TempDir()
+	times := []string{
+		"2026-09-18T10:00:00.000Z",
+		"2026-09-18T09:00:00.000Z", // stepped back: logged
+		"2026-09-18T09:00:01.000Z", // still behind: not again
+		"2026-09-18T10:00:05.000Z", // caught up: the episode ends
+		"2026-09-18T08:00:00.000Z", // back again: logged
+	}
+	i := 0
+	var logs []string
+	w := mustOpen(t, dir, WithClock(func() time.Time { i++; return mustTime(t, times[i-1]).Time() }),
+		WithLog(func(format string, args ...any) { logs = append(logs, fmt.Sprintf(format, args...)) }))
+	for range times {
+		if _, err := w.Append(sampleRecord(t, 1)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(logs) != 2 || !strings.Contains(logs[0], "2026-09-18T09:00:00.000Z") || !strings.Contains(logs[0], "behind") ||
+		!strings.Contains(logs[1], "2026-09-18T08:00:00.000Z") || !strings.Contains(logs[1], "10:00:05") {
+		t.Fatalf("logged %d times, want 2, one per episode:\n%s", len(logs), strings.Join(logs, "\n"))
 	}
 }

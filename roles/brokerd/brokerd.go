@@ -103,7 +103,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if err := os.MkdirAll(auditDir, 0o700); err != nil {
 		return nil, err
 	}
-	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, audit.WithClock(opts.Clock)); err != nil {
+	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
 		return nil, err
 	}
 	return b, nil
