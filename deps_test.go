@@ -35,6 +35,7 @@ var linkRules = []linkRule{
 // which empties this list.
 var fixtureImports = map[string]string{
 	"roles/inferproxy imports fixtures/llamadouble": "the scripted model of `boxmaker up --scripted-model` (issue 13 step 5 moves it under roles/internal)",
+	"roles/bxctl imports fixtures/llamadouble":      "up checks a --model-script file (issue 13 step 5 moves it under roles/internal)",
 }
 
 // checkFixtureImports: no production file outside fixtures/ imports a

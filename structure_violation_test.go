@@ -63,6 +63,7 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"fixtures/llamadouble/l.go":      goSource("llamadouble", "boxmaker/fixtures/syncbuf"),
 			"fixtures/syncbuf/s.go":          goSource("syncbuf"),
 			"roles/inferproxy/scripted.go":   goSource("inferproxy", "boxmaker/fixtures/llamadouble"),
+			"roles/bxctl/up.go":              goSource("bxctl", "boxmaker/fixtures/llamadouble"),
 			"roles/inferproxy/proxy_test.go": goSource("inferproxy", "boxmaker/fixtures/syncbuf"),
 			"roles/loopd/loop.go":            goSource("loopd", "boxmaker/fixtures/syncbuf", "boxmaker/roles"),
 			"main.go":                        goSource("main", "boxmaker/fixtures"),

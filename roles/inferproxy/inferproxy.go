@@ -192,13 +192,22 @@ func newTransport() *http.Transport {
 }
 
 // serveScriptedModel starts the double on a loopback port for as long as
-// ctx lasts and returns its URL.
+// ctx lasts and returns its URL. It answers with the script up gave in
+// config.ModelScriptEnv (boxmaker up --model-script), else the default one.
 func serveScriptedModel(ctx context.Context) (string, error) {
+	script := llamadouble.DefaultScript()
+	if text := os.Getenv(config.ModelScriptEnv); text != "" {
+		s, err := llamadouble.ParseScript([]byte(text))
+		if err != nil {
+			return "", fmt.Errorf("the model script (%s): %w", config.ModelScriptEnv, err)
+		}
+		script = s
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	go llamadouble.New(llamadouble.Options{Script: llamadouble.DefaultScript(), MaxRecorded: scriptedRecorded}).Serve(ctx, ln)
+	go llamadouble.New(llamadouble.Options{Script: script, MaxRecorded: scriptedRecorded}).Serve(ctx, ln)
 	return "http://" + ln.Addr().String(), nil
 }
 

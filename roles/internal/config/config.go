@@ -31,6 +31,14 @@ type Config struct {
 // content), never inside the supervisor.
 const ScriptedUpstream = "scripted:"
 
+// ModelScriptEnv names the variable in which `boxmaker up --model-script`
+// gives inferproxy the script's text (read by up as the owner, so the file
+// need not be readable by inferproxy's user; an environment variable, not a
+// pipe, so that a restarted inferproxy gets it again). Without it the
+// scripted model answers with its default script. inferproxy reads it only
+// when its upstream is ScriptedUpstream.
+const ModelScriptEnv = "BOXMAKER_MODEL_SCRIPT"
+
 // Infer is inferproxy's upstream: the one key without a default.
 type Infer struct {
 	Upstream string `toml:"upstream"` // http://host:port; $BOXMAKER_UPSTREAM wins
