@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/roles"
 	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/internal/supervise"
 	"boxmaker/roles/internal/units"
@@ -137,7 +137,7 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 // configured one.
 func modelUpstream(cmd *cli.Command, cfg config.Config, paths config.Paths, log io.Writer) (string, error) {
 	if cmd.Bool("scripted-model") || cmd.String("model-script") != "" {
-		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script in fixtures/llamadouble, not from a language model")
+		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script (roles/internal/llamadouble), not from a language model")
 		return config.ScriptedUpstream, nil
 	}
 	if cfg.Infer.Upstream == "" {

@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 
 	"github.com/urfave/cli/v3"
@@ -46,7 +46,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		if upstream, err = serveScriptedModel(ctx); err != nil {
 			return err
 		}
-		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from fixtures/llamadouble's script, not from a language model")
+		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
 	}
 	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream})
 }

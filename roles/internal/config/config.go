@@ -25,10 +25,11 @@ type Config struct {
 	Gateway *Gateway `toml:"gateway"` // gatewayd runs only when this table is present
 }
 
-// ScriptedUpstream is the upstream `boxmaker up --scripted-model` gives
-// inferproxy: the llama-server double of fixtures/llamadouble, served inside
-// inferproxy's own unprivileged process (it parses prompts that hold web
-// content), never inside the supervisor.
+// ScriptedUpstream is the upstream `boxmaker up --scripted-model` (or
+// --model-script) gives inferproxy: the llama-server double of
+// roles/internal/llamadouble, served inside inferproxy's own unprivileged
+// process (it parses prompts that hold web content), never inside the
+// supervisor.
 const ScriptedUpstream = "scripted:"
 
 // ModelScriptEnv names the variable in which `boxmaker up --model-script`
