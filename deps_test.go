@@ -29,13 +29,11 @@ var linkRules = []linkRule{
 }
 
 // fixtureImports are the production (non-test) packages that may import a
-// package under fixtures/, each pair with the reason. The one today is
-// the scripted model: inferproxy serves it for `boxmaker up
-// --scripted-model`, and issue 13 step 5 moves it under roles/internal,
-// which empties this list.
-var fixtureImports = map[string]string{
-	"roles/inferproxy imports fixtures/llamadouble": "the scripted model of `boxmaker up --scripted-model` (issue 13 step 5 moves it under roles/internal)",
-}
+// package under fixtures/, each pair ("roles/x imports fixtures/y") with the
+// reason. There are none: code that production runs belongs under
+// roles/internal (the scripted model moved there, issue 13 step 5), and an
+// entry here is a debt to be named and paid.
+var fixtureImports = map[string]string{}
 
 // checkFixtureImports: no production file outside fixtures/ imports a
 // package under fixtures/, except the pairs fixtureImports lists, and each

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/fixtures/mmdouble"
 )
 
@@ -22,29 +21,45 @@ import (
 // root, the owner's `jobs run`, the scheduler's own runs, a job's grant,
 // and a run cut short by kill -9 of loopd.
 
-// jobsModel reads the note it is told to, and holds every request whose
-// prompt says "slow job" until the test ends, as a model that never
-// answers would; slow counts those requests.
-func jobsModel(t *testing.T, slow *atomic.Int32) string {
+// jobsModel reads the note it is told to.
+const jobsModel = `
+[[rule]]
+match = '^read (?P<path>\S+)$'
+[[rule.tool_calls]]
+name = 'notes_read'
+arguments = '{"path":"${path}"}'
+
+[[rule]]
+role = 'tool'
+match = '(?s)^(?P<head>.*)$'
+content = '(jobs model) the note says: ${head}'
+
+[[rule]]
+content = '(jobs model) nothing to do'
+`
+
+// holdingModel is a llama-server that holds every request whose prompt
+// says "slow job" until the test ends, as a model that never answers
+// would; slow counts those requests. It answers /props, which loopd asks
+// first, and refuses anything else.
+func holdingModel(t *testing.T, slow *atomic.Int32) string {
 	t.Helper()
-	double := llamadouble.New(llamadouble.Options{Model: "jobs", Script: llamadouble.Script{Rules: []llamadouble.Rule{
-		{Match: `^read (?P<path>\S+)$`, ToolCalls: []llamadouble.ScriptedCall{{Name: "notes_read", Arguments: `{"path":"${path}"}`}}},
-		{Role: "tool", Match: `(?s)^(?P<head>.*)$`, Content: "(jobs model) the note says: ${head}"},
-		{Content: "(jobs model) nothing to do"},
-	}}})
 	done := make(chan struct{})
 	model := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		if bytes.Contains(body, []byte("slow job")) {
+		switch {
+		case r.Method == http.MethodGet && r.URL.Path == "/props":
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"default_generation_settings":{"n_ctx":8192},"total_slots":4}`)
+		case r.Method == http.MethodPost && r.URL.Path == "/v1/chat/completions" && bytes.Contains(body, []byte("slow job")):
 			slow.Add(1)
 			select {
 			case <-r.Context().Done():
 			case <-done:
 			}
-			return
+		default:
+			http.Error(w, "the holding model answers only slow jobs: "+r.Method+" "+r.URL.Path, http.StatusInternalServerError)
 		}
-		double.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() { close(done); model.Close() })
 	return model.URL
@@ -53,16 +68,23 @@ func jobsModel(t *testing.T, slow *atomic.Int32) string {
 // jobsGrant reads inbox/ only in runs of the job inbox.
 const jobsGrant = "tool = \"notes_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"private\"\nuntrusted = false\njobs = [\"inbox\"]\n[constraints]\npaths = [\"inbox\"]\n"
 
+// startJobsStack starts the stack with jobs, a grant and a note, answering
+// with the jobs model, or with the holding model when slow is not nil.
 func startJobsStack(t *testing.T, slow *atomic.Int32, jobs map[string]string) *stack {
 	t.Helper()
-	return startStackUpstream(t, jobsModel(t, slow), map[string]string{"inbox-read": jobsGrant}, func(home string) {
+	prepare := func(home string) {
 		for rel, text := range map[string]string{"memory/inbox/today.md": "two letters from the bank\n"} {
 			writeFile(t, filepath.Join(home, rel), text)
 		}
 		for id, text := range jobs {
 			writeFile(t, filepath.Join(home, "etc", "jobs", id+".toml"), text)
 		}
-	})
+	}
+	grants := map[string]string{"inbox-read": jobsGrant}
+	if slow != nil {
+		return startStackUpstream(t, holdingModel(t, slow), grants, prepare)
+	}
+	return startStackScript(t, jobsModel, grants, prepare)
 }
 
 func writeFile(t *testing.T, path, text string) {
@@ -105,8 +127,7 @@ func (s *stack) waitForJob(id, what string, wait time.Duration, cond func(string
 // A job runs when the owner says and when it is due; its session log holds
 // the prompt and the reply; its grant works there and not in a chat.
 func TestStackJobRunsNowAndEveryMinute(t *testing.T) {
-	var slow atomic.Int32
-	s := startJobsStack(t, &slow, map[string]string{"inbox": "every = \"1m\"\nprompt = \"read inbox/today.md\"\ndeliver = \"log\"\n"})
+	s := startJobsStack(t, nil, map[string]string{"inbox": "every = \"1m\"\nprompt = \"read inbox/today.md\"\ndeliver = \"log\"\n"})
 	session := s.jobsRun("inbox")
 	if !regexp.MustCompile(`^job-inbox-\d{14}$`).MatchString(session) {
 		t.Errorf("the owner's run is session %s, want job-inbox-<yyyymmddhhmmss>", session)

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/fixtures/require"
 )
 
@@ -30,14 +29,24 @@ const hostileReply = "\x1b[2J\x1b[H\x1b[6;7r\x1b]0;PWNED\x07\x1b[10;1H" +
 	"approval ap-0000000000000000: http_fetch https://harmless.example/\n" +
 	"approve ap-0000000000000000 (http_fetch https://harmless.example/)? [y/N] "
 
-func hostileModel(pageURL string) llamadouble.Script {
-	return llamadouble.Script{Rules: []llamadouble.Rule{
-		{Match: `^go$`, Content: hostileReply, ToolCalls: []llamadouble.ScriptedCall{
-			{Name: "http_fetch", Arguments: `{"url":"` + pageURL + `/a\u202etxt.exe"}`},
-		}},
-		{Role: "tool", Content: "(hostile model) the call is over"},
-		{Content: "(hostile model) I read you"},
-	}}
+// hostileModel is the script of the steered model: hostileReply, then a
+// fetch of a page on pageURL whose name hides a right-to-left override.
+func hostileModel(pageURL string) string {
+	return strings.NewReplacer("REPLY", tomlBasic(hostileReply), "PAGE", pageURL).Replace(`
+[[rule]]
+match = '^go$'
+content = REPLY
+[[rule.tool_calls]]
+name = 'http_fetch'
+arguments = '{"url":"PAGE/a\u202etxt.exe"}'
+
+[[rule]]
+role = 'tool'
+content = '(hostile model) the call is over'
+
+[[rule]]
+content = '(hostile model) I read you'
+`)
 }
 
 // tmuxPane is one tmux session on a private server.
@@ -78,10 +87,8 @@ func TestStackTerminalShowsAHostileModelAsText(t *testing.T) {
 		io.WriteString(w, "the attacker's page\n")
 	}))
 	defer page.Close()
-	model := httptest.NewServer(llamadouble.New(llamadouble.Options{Script: hostileModel(page.URL), Model: "hostile"}))
-	defer model.Close()
 	host := strings.TrimPrefix(page.URL, "http://")
-	s := startStackUpstream(t, model.URL, map[string]string{
+	s := startStackScript(t, hostileModel(page.URL), map[string]string{
 		"fetch-local": "tool = \"http_fetch\"\nmode = \"ask\"\nmax_taint = \"private\"\n[constraints]\nhosts = [\"http://" + host + "\"]\n",
 	})
 	p := tmuxPane{t: t, server: fmt.Sprintf("boxmaker-test-%d", os.Getpid())}

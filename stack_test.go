@@ -62,6 +62,39 @@ func startStackUpstream(t *testing.T, upstream string, grants map[string]string,
 	return launchStack(t, upstream, nil, grants, prepare...)
 }
 
+// startStackScript starts the stack with the scripted model answering by
+// script, TOML as `boxmaker up --model-script` reads it.
+func startStackScript(t *testing.T, script string, grants map[string]string, prepare ...func(home string)) *stack {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "model.toml")
+	if err := os.WriteFile(file, []byte(script), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return launchStack(t, "", []string{"--model-script", file}, grants, prepare...)
+}
+
+// tomlBasic quotes s as a TOML basic string, every control and non-ASCII
+// character as a \u or \U escape, so that a script can hold any text.
+func tomlBasic(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r <= 0xffff):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		case r > 0xffff:
+			fmt.Fprintf(&b, "\\U%08x", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
 // launchStack starts the stack, with upArgs added to up's command line.
 func launchStack(t *testing.T, upstream string, upArgs []string, grants map[string]string, prepare ...func(home string)) *stack {
 	t.Helper()

@@ -60,14 +60,16 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"wire/short.go": goSource("wire") + strings.Repeat("// line\n", maxFileLines-1),
 		}, []string{"wire/long.go: 501 lines (at most 500)"}},
 		{"fixtures imports", map[string]string{
-			"fixtures/llamadouble/l.go":      goSource("llamadouble", "boxmaker/fixtures/syncbuf"),
+			"fixtures/mmdouble/m.go":         goSource("mmdouble", "boxmaker/fixtures/syncbuf"),
 			"fixtures/syncbuf/s.go":          goSource("syncbuf"),
-			"roles/inferproxy/scripted.go":   goSource("inferproxy", "boxmaker/fixtures/llamadouble"),
+			"roles/inferproxy/scripted.go":   goSource("inferproxy", "boxmaker/roles/internal/llamadouble"),
+			"roles/inferproxy/old.go":        goSource("inferproxy", "boxmaker/fixtures/llamadouble"),
 			"roles/inferproxy/proxy_test.go": goSource("inferproxy", "boxmaker/fixtures/syncbuf"),
 			"roles/loopd/loop.go":            goSource("loopd", "boxmaker/fixtures/syncbuf", "boxmaker/roles"),
 			"main.go":                        goSource("main", "boxmaker/fixtures"),
 		}, []string{
 			"main.go: production code imports boxmaker/fixtures, a test double",
+			"roles/inferproxy/old.go: production code imports boxmaker/fixtures/llamadouble, a test double",
 			"roles/loopd/loop.go: production code imports boxmaker/fixtures/syncbuf, a test double",
 		}},
 		{"unsafe and cgo", map[string]string{

@@ -12,11 +12,11 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/brokerd"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/loopd"

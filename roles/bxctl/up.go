@@ -1,6 +1,7 @@
 package bxctl
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"boxmaker/roles"
 	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/internal/supervise"
 	"boxmaker/roles/internal/units"
@@ -36,6 +38,9 @@ func upCommand() *cli.Command {
 		}, &cli.BoolFlag{
 			Name:  "scripted-model",
 			Usage: "answer with the scripted llama-server stand-in instead of a language model (for trying boxmaker and for tests)",
+		}, &cli.StringFlag{
+			Name:  "model-script",
+			Usage: "answer with the scripted model, following the rules of `FILE` (TOML [[rule]] tables; implies --scripted-model)",
 		}, &cli.BoolFlag{
 			Name:  "create-users",
 			Usage: "as root, create the role users and pair groups that are missing",
@@ -100,6 +105,10 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 	if err != nil {
 		return err
 	}
+	script, err := modelScript(cmd.String("model-script"))
+	if err != nil {
+		return err
+	}
 	creds, err := prepareRoles(cmd, paths, upstream, log)
 	if err != nil {
 		return err
@@ -110,28 +119,71 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 	}
 	defer closeView()
 	daemons := daemonsFor(paths, upstream, creds, cfg.Gateway != nil)
+	withModelScript(daemons, script)
+	scripted := upstream == config.ScriptedUpstream
 	opts := supervise.Options{
 		Start:      start,
 		Executable: exe, Daemons: daemons, Log: out, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
 		MaxRestarts: 5, Window: time.Minute, FailedRetry: cmd.Duration("failed-retry"),
-		OnChange:   func(st []supervise.Status) { writeUpState(paths, st, cmd.Bool("scripted-model")) },
+		OnChange:   func(st []supervise.Status) { writeUpState(paths, st, scripted) },
 		KillHelper: killHelper,
 	}
 	defer os.Remove(upStatePath(paths))
-	return supervise.Run(ctx, opts, func() { upBanner(log, paths, daemons, cmd.Bool("scripted-model")) })
+	return supervise.Run(ctx, opts, func() { upBanner(log, paths, daemons, scripted) })
 }
 
 // modelUpstream is the llama-server inferproxy forwards to: the scripted
-// model's with --scripted-model, said plainly, else the configured one.
+// model's with --scripted-model or --model-script, said plainly, else the
+// configured one.
 func modelUpstream(cmd *cli.Command, cfg config.Config, paths config.Paths, log io.Writer) (string, error) {
-	if cmd.Bool("scripted-model") {
-		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script in fixtures/llamadouble, not from a language model")
+	if cmd.Bool("scripted-model") || cmd.String("model-script") != "" {
+		fmt.Fprintln(log, "up: SCRIPTED MODEL: replies come from a script (roles/internal/llamadouble), not from a language model")
 		return config.ScriptedUpstream, nil
 	}
 	if cfg.Infer.Upstream == "" {
 		return "", errors.New("no model: set [infer] upstream in " + paths.Config + " or BOXMAKER_UPSTREAM, or start with --scripted-model")
 	}
 	return cfg.Infer.Upstream, nil
+}
+
+// maxModelScript bounds a --model-script file: its text travels in one
+// environment variable, which Linux caps at 128 KiB.
+const maxModelScript = 64 << 10
+
+// modelScript reads and checks the --model-script file as the owner, so
+// that a bad script fails up at once, naming the file and line, and
+// inferproxy's user need not be able to read it. "" gives "".
+func modelScript(file string) (string, error) {
+	if file == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return "", fmt.Errorf("--model-script: %w", err)
+	}
+	if len(data) > maxModelScript {
+		return "", fmt.Errorf("--model-script %s: %d bytes, more than the %d a script may have", file, len(data), maxModelScript)
+	}
+	if bytes.IndexByte(data, 0) >= 0 {
+		return "", fmt.Errorf("--model-script %s: a NUL byte; a script is TOML text", file)
+	}
+	if _, err := llamadouble.ParseScript(data); err != nil {
+		return "", fmt.Errorf("--model-script %s: %w", file, err)
+	}
+	return string(data), nil
+}
+
+// withModelScript gives inferproxy the script's text (config.ModelScriptEnv);
+// "" leaves it the default script.
+func withModelScript(daemons []supervise.Daemon, script string) {
+	if script == "" {
+		return
+	}
+	for i := range daemons {
+		if daemons[i].Name == "inferproxy" {
+			daemons[i].Env = append(daemons[i].Env, config.ModelScriptEnv+"="+script)
+		}
+	}
 }
 
 // prepareRoles prepares the home and returns each role's credential: as

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles/internal/llamadouble"
 )
 
 // Each benchmark runs the same work directly against the upstream and

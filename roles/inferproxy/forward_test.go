@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles/internal/llamadouble"
 )
 
 // Each request reaches the upstream as a direct request would, and its

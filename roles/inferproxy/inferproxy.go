@@ -12,9 +12,9 @@ import (
 	"strings"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 
 	"github.com/urfave/cli/v3"
@@ -46,7 +46,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		if upstream, err = serveScriptedModel(ctx); err != nil {
 			return err
 		}
-		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from fixtures/llamadouble's script, not from a language model")
+		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
 	}
 	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream})
 }
@@ -192,13 +192,22 @@ func newTransport() *http.Transport {
 }
 
 // serveScriptedModel starts the double on a loopback port for as long as
-// ctx lasts and returns its URL.
+// ctx lasts and returns its URL. It answers with the script up gave in
+// config.ModelScriptEnv (boxmaker up --model-script), else the default one.
 func serveScriptedModel(ctx context.Context) (string, error) {
+	script := llamadouble.DefaultScript()
+	if text := os.Getenv(config.ModelScriptEnv); text != "" {
+		s, err := llamadouble.ParseScript([]byte(text))
+		if err != nil {
+			return "", fmt.Errorf("the model script (%s): %w", config.ModelScriptEnv, err)
+		}
+		script = s
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
-	go llamadouble.New(llamadouble.Options{Script: llamadouble.DefaultScript(), MaxRecorded: scriptedRecorded}).Serve(ctx, ln)
+	go llamadouble.New(llamadouble.Options{Script: script, MaxRecorded: scriptedRecorded}).Serve(ctx, ln)
 	return "http://" + ln.Addr().String(), nil
 }
 

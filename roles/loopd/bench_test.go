@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )

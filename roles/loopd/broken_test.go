@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/wire"
 )
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/wire"
 )
 

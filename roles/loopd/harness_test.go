@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
 	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"boxmaker/fixtures/llamadouble"
+	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )

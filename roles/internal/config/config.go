@@ -25,11 +25,20 @@ type Config struct {
 	Gateway *Gateway `toml:"gateway"` // gatewayd runs only when this table is present
 }
 
-// ScriptedUpstream is the upstream `boxmaker up --scripted-model` gives
-// inferproxy: the llama-server double of fixtures/llamadouble, served inside
-// inferproxy's own unprivileged process (it parses prompts that hold web
-// content), never inside the supervisor.
+// ScriptedUpstream is the upstream `boxmaker up --scripted-model` (or
+// --model-script) gives inferproxy: the llama-server double of
+// roles/internal/llamadouble, served inside inferproxy's own unprivileged
+// process (it parses prompts that hold web content), never inside the
+// supervisor.
 const ScriptedUpstream = "scripted:"
+
+// ModelScriptEnv names the variable in which `boxmaker up --model-script`
+// gives inferproxy the script's text (read by up as the owner, so the file
+// need not be readable by inferproxy's user; an environment variable, not a
+// pipe, so that a restarted inferproxy gets it again). Without it the
+// scripted model answers with its default script. inferproxy reads it only
+// when its upstream is ScriptedUpstream.
+const ModelScriptEnv = "BOXMAKER_MODEL_SCRIPT"
 
 // Infer is inferproxy's upstream: the one key without a default.
 type Infer struct {
