@@ -300,6 +300,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"unsafe and cgo":   func(files []goFile) []string { return checkUnsafe(files, unsafeFiles) },
 	"warnings":         checkWarnings,
 	"package docs":     checkPackageDocs,
+	"role names":       checkRoleNames,
 }
 
 func TestStructure(t *testing.T) {

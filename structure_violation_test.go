@@ -120,6 +120,19 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/loopd: package loopd has no package comment (put it in roles/loopd/doc.go or roles/loopd/loopd.go)",
 			"roles/x: package x has 2 package comments, in roles/x/doc.go, roles/x/x.go; keep one",
 		}},
+		{"role names", map[string]string{
+			"roles/table.go": "package roles\nfunc owner(n string) bool { return n == \"bxctl\" }\n",
+			"roles/loopd/channel.go": "package loopd\nfunc names(client string) bool { return client == \"gatewayd\" }\n" +
+				"func other(client string) bool { return \"loopd\" != client || client == \"nobody\" }\n",
+			"roles/internal/units/service.go": "package units\nconst owner = \"bxctl\"\nfunc t(r string) int {\n\tswitch r {\n\tcase \"x\", \"brokerd\":\n\t\treturn 1\n\t}\n\treturn 0\n}\n",
+			"roles/internal/units/ok.go":      "package units\nvar _ = lookup(\"brokerd\")\nfunc lookup(string) int { return 0 }\n",
+			"roles/loopd/channel_test.go":     "package loopd\nvar _ = \"gatewayd\" == \"gatewayd\"\n",
+		}, []string{
+			`roles/internal/units/service.go:2: names as a constant the role name "bxctl"; say it in a column of roles/table.go and derive it`,
+			`roles/internal/units/service.go:5: switches on the role name "brokerd"; say it in a column of roles/table.go and derive it`,
+			`roles/loopd/channel.go:2: compares with the role name "gatewayd"; say it in a column of roles/table.go and derive it`,
+			`roles/loopd/channel.go:3: compares with the role name "loopd"; say it in a column of roles/table.go and derive it`,
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

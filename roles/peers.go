@@ -15,11 +15,11 @@ import (
 // A listener running as its own role user (under systemd, or under up as
 // root) accepts only the client role's user. Otherwise every role runs under
 // one uid (up not as root, or a development run), and that uid is accepted
-// too. bxctl is the owner: root, and the uid that runs the daemons only when
+// too. The owner's command line (bxctl): root, and the uid that runs the daemons only when
 // that is not a role user.
 func PeerUIDs(client string) ([]uint32, error) {
 	self := uint32(os.Getuid())
-	if client == "bxctl" {
+	if IsOwner(client) {
 		// A listener running as its own role user does not accept that
 		// user as the owner: brokerd's sandboxes run under brokerd's uid,
 		// and must never pass for the owner on the admin socket.

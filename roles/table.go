@@ -7,17 +7,40 @@ import (
 )
 
 // The role table: the one place that says what the roles are, which user
-// each runs as, which sockets it listens on and dials, and what network it
-// may reach, and what each listener accepts from each client. The
-// supervisor, the run/ directories and their permissions, the peer checks,
-// the socket gates and the systemd units are derived from it.
+// each runs as, which sockets it listens on and dials, what network it may
+// reach, what each listener accepts from each client, which directories of
+// the home each role writes and who else reads them, which secrets it
+// reads, whether it sandboxes, and the environment up gives it. The
+// supervisor and up, the run/ and state directories and their permissions,
+// the peer checks, the socket gates, the systemd units, the NixOS data and
+// the list of directories no sandbox may mount are derived from it (spec.go
+// says what each field means). A new role is a row here, its package, and
+// its line in main.go.
 
-// Spec describes one role.
-type Spec struct {
-	Name    string
-	User    string // the role's own user and group when boxmaker runs as root
-	Daemon  bool   // started by the supervisor; false for toolkit and bxctl
-	Network string // what it may reach: "none", or the one thing it talks to
+// Table lists every role, in the order the supervisor starts the daemons:
+// each one's listeners are up before a role that dials them.
+var Table = []Spec{
+	{Name: "egressd", User: "boxmaker-egress", Daemon: true, Network: "the hosts each call's grant allows"},
+	{Name: "inferproxy", User: "boxmaker-infer", Daemon: true, Network: "the llama-server upstream",
+		Upstream: true, Env: []string{config.UpstreamEnv, config.ModelScriptEnv}},
+	{Name: "gatewayd", User: "boxmaker-gateway", Daemon: true, Network: "the Mattermost server",
+		Needs: GatewayTable, Secrets: GatewaySecret, Env: []string{config.CredentialsEnv}},
+	{Name: "brokerd", User: "boxmaker-broker", Daemon: true, Network: "none",
+		Sandboxes: true, Secrets: GrantSecrets,
+		State: []State{
+			{Path: "audit", Mode: 0o700},
+			{Path: "broker", Mode: 0o700},
+			// loopd may pass through memory/ to core.md (0710: it may
+			// open what it is given, list nothing), and the notes tools
+			// mount memory/ into their sandboxes; every other file there
+			// keeps brokerd's own group.
+			{Path: "memory", Mode: 0o710, Reader: "loopd", Sandboxed: true},
+			{Path: "memory/core.md", Mode: 0o640, Reader: "loopd", File: true},
+		}},
+	{Name: "loopd", User: "boxmaker-loop", Daemon: true, Network: "none",
+		State: []State{{Path: "sessions", Mode: 0o700}}},
+	{Name: "toolkit", Network: "none"},
+	{Name: "bxctl", Network: "none", Owner: true},
 }
 
 // Pair is one socket directory, run/<client>-<listener>/<socket>, shared by
@@ -32,6 +55,10 @@ type Pair struct {
 	// Accepts lists what the client may send: message kinds for frames,
 	// "METHOD /path" for HTTP. Anything else is refused at the gate.
 	Accepts []string
+	// NamesSessions: a chat_send through this pair may start a session
+	// under a name of its own (gatewayd, one per thread). Through any
+	// other pair a name resumes a session that exists.
+	NamesSessions bool
 }
 
 // Protocol is how requests travel on a pair's socket. The zero value is
@@ -53,18 +80,6 @@ func (p Pair) Dir() string { return p.Client + "-" + p.Listener }
 
 // Path is the pair's socket under home.
 func (p Pair) Path(home config.Paths) string { return home.Join("run", p.Dir(), p.Socket) }
-
-// Table lists every role, in the order the supervisor starts the daemons:
-// each one's listeners are up before a role that dials them.
-var Table = []Spec{
-	{Name: "egressd", User: "boxmaker-egress", Daemon: true, Network: "the hosts each call's grant allows"},
-	{Name: "inferproxy", User: "boxmaker-infer", Daemon: true, Network: "the llama-server upstream"},
-	{Name: "gatewayd", User: "boxmaker-gateway", Daemon: true, Network: "the Mattermost server"},
-	{Name: "brokerd", User: "boxmaker-broker", Daemon: true, Network: "none"},
-	{Name: "loopd", User: "boxmaker-loop", Daemon: true, Network: "none"},
-	{Name: "toolkit", Network: "none"},
-	{Name: "bxctl", Network: "none"},
-}
 
 // channelKinds is what a client may send on loop.sock, through either pair:
 // nothing about approvals, which go from the owner to brokerd only.
@@ -91,7 +106,8 @@ var Pairs = []Pair{
 	// of, and gatewayd takes the job replies that go to Mattermost; neither
 	// may send the other's (DESIGN.md section 13).
 	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_run")},
-	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_deliveries")},
+	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_deliveries"),
+		NamesSessions: true},
 	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
 		Accepts: []string{"approval_request"}},
 	// Each egress_open carries one end of the call's socketpair.

@@ -2,6 +2,7 @@ package roles
 
 import (
 	"net/http"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -79,6 +80,35 @@ func TestOnlyTheOwnerSocketTakesApprovalAnswers(t *testing.T) {
 		}
 		if slices.Contains(p.Accepts, "approval_decision") {
 			t.Errorf("pair %s accepts approval_decision, which is only ever an answer", p.Dir())
+		}
+	}
+}
+
+// NamesSessions says something only of a pair that can send chat_send.
+func TestNamesSessionsOnlyWhereChatIs(t *testing.T) {
+	for _, p := range Pairs {
+		if p.NamesSessions && !slices.Contains(p.Accepts, "chat_send") {
+			t.Errorf("pair %s names sessions but accepts no chat_send", p.Dir())
+		}
+	}
+}
+
+// Each State entry's reader is a daemon, and a file lies in a directory
+// its role owns, listed before it.
+func TestStateEntries(t *testing.T) {
+	for _, spec := range Table {
+		seen := map[string]bool{}
+		for _, st := range spec.State {
+			if r, ok := Lookup(st.Reader); st.Reader != "" && (!ok || !r.Daemon) {
+				t.Errorf("%s: %s's reader %q is not a daemon of the table", spec.Name, st.Path, st.Reader)
+			}
+			if st.File && !seen[path.Dir(st.Path)] {
+				t.Errorf("%s: the file %s is not in a directory listed before it", spec.Name, st.Path)
+			}
+			if st.Mode&^0o777 != 0 || !spec.Daemon {
+				t.Errorf("%s: %s: mode %v, daemon %v", spec.Name, st.Path, st.Mode, spec.Daemon)
+			}
+			seen[st.Path] = true
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"boxmaker/policy"
+	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/roles/internal/sandbox"
@@ -116,16 +117,20 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: notes.read}, nil
 }
 
-// statePaths is what no sandbox may see: boxmaker's own state and config,
-// as real paths (mounts are compared by their real paths).
+// statePaths is what no sandbox may see: boxmaker's own state and config
+// (run/, the role table's state directories but memory/, which the notes
+// tools mount, and etc/), as real paths (mounts are compared by their real paths).
 func (r *runner) statePaths() []string {
 	var out []string
-	state := []string{r.paths.Join("run"), r.paths.Join("audit"), r.paths.Join("broker"),
-		r.paths.Join("sessions"), r.paths.Grants, r.paths.Secrets, r.paths.Config}
+	state := []string{r.paths.Join("run")}
+	for _, dir := range roles.Hidden() {
+		state = append(state, r.paths.Join(dir))
+	}
+	state = append(state, r.paths.Grants, r.paths.Secrets, r.paths.Config)
 	// Under systemd brokerd's copies of its secrets lie in its credentials
 	// directory (/run/credentials/<unit>), which a file_read grant on /run
 	// could otherwise bind into a sandbox.
-	if creds := os.Getenv("CREDENTIALS_DIRECTORY"); filepath.IsAbs(creds) {
+	if creds := os.Getenv(config.CredentialsEnv); filepath.IsAbs(creds) {
 		state = append(state, creds)
 	}
 	for _, p := range state {

@@ -118,8 +118,7 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 		return err
 	}
 	defer closeView()
-	daemons := daemonsFor(paths, upstream, creds, cfg.Gateway != nil)
-	withModelScript(daemons, script)
+	daemons := daemonsFor(paths, roleEnv{upstream: upstream, script: script}, creds, cfg.Gateway != nil)
 	scripted := upstream == config.ScriptedUpstream
 	opts := supervise.Options{
 		Start:      start,
@@ -173,19 +172,6 @@ func modelScript(file string) (string, error) {
 	return string(data), nil
 }
 
-// withModelScript gives inferproxy the script's text (config.ModelScriptEnv);
-// "" leaves it the default script.
-func withModelScript(daemons []supervise.Daemon, script string) {
-	if script == "" {
-		return
-	}
-	for i := range daemons {
-		if daemons[i].Name == "inferproxy" {
-			daemons[i].Env = append(daemons[i].Env, config.ModelScriptEnv+"="+script)
-		}
-	}
-}
-
 // prepareRoles prepares the home and returns each role's credential: as
 // root, the role users (rootSetup); otherwise none, and the roles run as
 // the caller.
@@ -213,25 +199,28 @@ func upBanner(log io.Writer, paths config.Paths, daemons []supervise.Daemon, scr
 		strings.Join(names, ", "), model, paths.Home)
 }
 
+// roleEnv is what up knows for the variables the role table's Env column
+// names.
+type roleEnv struct {
+	upstream string // inferproxy's llama-server
+	script   string // the --model-script text; "" leaves the default script
+}
+
 // daemonsFor lists the daemons of the role table that this configuration
-// runs, each with its sockets, its credential (nil: the caller's) and its
-// environment.
-func daemonsFor(paths config.Paths, upstream string, creds map[string]*syscall.Credential, gateway bool) []supervise.Daemon {
+// runs (one that needs [gateway] only with it), each with its sockets, its
+// credential (nil: the caller's) and its environment.
+func daemonsFor(paths config.Paths, env roleEnv, creds map[string]*syscall.Credential, gateway bool) []supervise.Daemon {
 	var out []supervise.Daemon
 	for _, spec := range roles.Table {
-		if !spec.Daemon || (spec.Name == "gatewayd" && !gateway) {
-			continue // gatewayd runs only with a [gateway] table
+		if !spec.Daemon || (spec.Needs == roles.GatewayTable && !gateway) {
+			continue
 		}
 		d := supervise.Daemon{Name: spec.Name, Args: []string{"--home", paths.Home, "--config", paths.Config},
 			Env: []string{rolePath}, Cred: creds[spec.Name]}
-		if spec.Name == "inferproxy" {
-			d.Env = append(d.Env, "BOXMAKER_UPSTREAM="+upstream)
-		}
-		if spec.Name == "gatewayd" && d.Cred != nil {
-			// rootSetup staged gatewayd's copy of its token (stageSecrets), as
-			// systemd's LoadCredential would; the path, never the token, goes
-			// to gatewayd.
-			d.Env = append(d.Env, "CREDENTIALS_DIRECTORY="+units.CredentialDir(paths.Home, "gatewayd"))
+		for _, name := range spec.Env {
+			if value, ok := env.value(paths, spec.Name, name, d.Cred != nil); ok {
+				d.Env = append(d.Env, name+"="+value)
+			}
 		}
 		for _, p := range roles.ListensOn(spec.Name) {
 			d.Sockets = append(d.Sockets, paths.Join("run", p.Dir(), p.Socket))
@@ -241,15 +230,37 @@ func daemonsFor(paths config.Paths, upstream string, creds map[string]*syscall.C
 	return out
 }
 
+// value is the variable name's value for role, and whether up sets it at
+// all. asRole says the role runs as its own user.
+func (e roleEnv) value(paths config.Paths, role, name string, asRole bool) (string, bool) {
+	switch name {
+	case config.UpstreamEnv:
+		return e.upstream, true
+	case config.ModelScriptEnv:
+		return e.script, e.script != ""
+	case config.CredentialsEnv:
+		// rootSetup staged the role's copies of its secrets (stageSecrets),
+		// as systemd's LoadCredential would; the path, never a secret,
+		// goes to the role.
+		return units.CredentialDir(paths.Home, role), asRole
+	}
+	panic("up: the role table names the variable " + name + ", which up does not know")
+}
+
 func userOfRole(role string) string {
 	spec, _ := roles.Lookup(role)
 	return spec.User
 }
 
-// prepareHome makes the directories the roles write in when up does not
+// prepareHome makes the directories the roles write in (run/ and the
+// table's State column) when up does not
 // run as root; as root, rootSetup makes them from the plan.
 func prepareHome(paths config.Paths) error {
-	for _, dir := range []string{"run", "sessions", "memory", "audit", "broker"} {
+	dirs := []string{"run"}
+	for _, st := range roles.StateDirs() {
+		dirs = append(dirs, st.Path)
+	}
+	for _, dir := range dirs {
 		if err := os.MkdirAll(paths.Join(dir), 0o700); err != nil {
 			return err
 		}

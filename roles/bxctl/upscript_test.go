@@ -3,11 +3,11 @@ package bxctl
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"boxmaker/roles/internal/config"
-	"boxmaker/roles/internal/supervise"
 )
 
 // up reads a --model-script file as the owner, refuses a bad one naming
@@ -44,12 +44,16 @@ func TestModelScript(t *testing.T) {
 		t.Errorf("modelScript(big): %v", err)
 	}
 
-	daemons := []supervise.Daemon{{Name: "loopd", Env: []string{rolePath}}, {Name: "inferproxy", Env: []string{rolePath}}}
-	withModelScript(daemons, text)
-	if want := config.ModelScriptEnv + "=" + text; len(daemons[1].Env) != 2 || daemons[1].Env[1] != want {
-		t.Errorf("inferproxy's environment: %q", daemons[1].Env)
+	paths := config.Paths{Home: dir, Config: filepath.Join(dir, "etc", "config.toml")}
+	for _, d := range daemonsFor(paths, roleEnv{upstream: config.ScriptedUpstream, script: text}, nil, true) {
+		has := slices.Contains(d.Env, config.ModelScriptEnv+"="+text)
+		if want := d.Name == "inferproxy"; has != want {
+			t.Errorf("%s's environment %q: has the script %v, want %v", d.Name, d.Env, has, want)
+		}
 	}
-	if len(daemons[0].Env) != 1 {
-		t.Errorf("loopd got the script: %q", daemons[0].Env)
+	for _, d := range daemonsFor(paths, roleEnv{upstream: config.ScriptedUpstream}, nil, true) {
+		if slices.ContainsFunc(d.Env, func(v string) bool { return strings.HasPrefix(v, config.ModelScriptEnv+"=") }) {
+			t.Errorf("without --model-script, %s's environment has a script: %q", d.Name, d.Env)
+		}
 	}
 }

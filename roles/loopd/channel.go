@@ -5,16 +5,18 @@ import (
 	"errors"
 	"fmt"
 
+	"boxmaker/roles"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
 
-// handlerFor answers requests from client's socket. Only gatewayd starts a
-// session under a name of its own (one per thread); through the owner's
-// socket a name resumes a session that exists, so that a mistyped
+// handlerFor answers requests from client's socket. Only a pair the table
+// marks NamesSessions (gatewayd's: one per thread) starts a session under a
+// name of its own; through the owner's socket a name resumes a session that exists, so that a mistyped
 // --session is an error rather than a new, empty session.
 func (l *loopd) handlerFor(client string) sock.Handler {
-	names := client == "gatewayd"
+	pair, _ := roles.PairOf(client, "loopd")
+	names := pair.NamesSessions
 	return func(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
 		return l.handle(ctx, req, reply, names)
 	}

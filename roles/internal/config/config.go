@@ -40,6 +40,14 @@ const ScriptedUpstream = "scripted:"
 // when its upstream is ScriptedUpstream.
 const ModelScriptEnv = "BOXMAKER_MODEL_SCRIPT"
 
+// UpstreamEnv names the variable that overrides [infer] upstream; up sets
+// it for inferproxy.
+const UpstreamEnv = "BOXMAKER_UPSTREAM"
+
+// CredentialsEnv names the directory of a role's copies of its secrets,
+// as systemd's LoadCredential= sets it and up as root does likewise.
+const CredentialsEnv = "CREDENTIALS_DIRECTORY"
+
 // Infer is inferproxy's upstream: the one key without a default.
 type Infer struct {
 	Upstream string `toml:"upstream"` // http://host:port; $BOXMAKER_UPSTREAM wins
@@ -121,7 +129,7 @@ func Load(path string) (Config, error) {
 
 // finish applies the environment and checks the values.
 func (c *Config) finish() error {
-	if up := os.Getenv("BOXMAKER_UPSTREAM"); up != "" {
+	if up := os.Getenv(UpstreamEnv); up != "" {
 		c.Infer.Upstream = up
 	}
 	if err := c.Audit.Check(); err != nil {

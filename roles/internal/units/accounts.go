@@ -22,10 +22,6 @@ type Group struct {
 	Members []string `json:"members"`
 }
 
-// ownerRole is the client name of the owner's command line: its pairs use
-// the site's OwnerGroup instead of a group of their own.
-const ownerRole = "bxctl"
-
 // Users lists every daemon's user, in the table's order. gatewayd's user is
 // made even when it has no unit, so that adding [gateway] later needs no
 // new accounts.
@@ -47,11 +43,11 @@ func Users() []User {
 }
 
 // Groups lists the pair groups, in the order of roles.Pairs. A pair with
-// bxctl has none: its directory takes the owner's group.
+// the owner's command line (bxctl) has none: its directory takes the owner's group.
 func Groups() []Group {
 	var out []Group
 	for _, p := range roles.Pairs {
-		if p.Client == ownerRole {
+		if roles.IsOwner(p.Client) {
 			continue
 		}
 		out = append(out, Group{Name: pairGroupName(p), Pair: p.Dir(), Members: []string{userOf(p.Client), userOf(p.Listener)}})
@@ -65,7 +61,7 @@ func pairGroupName(p roles.Pair) string { return "boxmaker-" + p.Dir() }
 
 // pairGroup is the group of a pair's directory at this site.
 func (s Site) pairGroup(p roles.Pair) string {
-	if p.Client == ownerRole {
+	if roles.IsOwner(p.Client) {
 		return s.OwnerGroup
 	}
 	return pairGroupName(p)

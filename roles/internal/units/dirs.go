@@ -44,25 +44,6 @@ type Dir struct {
 	File  bool   `json:"file,omitempty"`
 }
 
-// stateDir is a directory of the home that one role writes. reader, when
-// set, is a role whose login group may pass through it.
-type stateDir struct {
-	path, owner, reader string
-	mode                Mode
-}
-
-// stateDirs is the "writes" column of DESIGN.md's role table. memory/ lets
-// loopd through to core.md (mode 0710: it may open what it is given, list
-// nothing); every other file there keeps brokerd's own group.
-func stateDirs() []stateDir {
-	return []stateDir{
-		{path: "sessions", owner: "loopd", mode: 0o700},
-		{path: "audit", owner: "brokerd", mode: 0o700},
-		{path: "broker", owner: "brokerd", mode: 0o700},
-		{path: "memory", owner: "brokerd", reader: "loopd", mode: 0o710},
-	}
-}
-
 // Dirs lists what install makes, parents first. Each socket directory is
 // owned by its listener, with the pair's group and the setgid bit, so the
 // socket the listener creates there (0660) takes the group and the other
@@ -76,17 +57,10 @@ func Dirs(s Site) []Dir {
 	for _, p := range roles.Pairs {
 		out = append(out, Dir{Path: filepath.Join(run, p.Dir()), Owner: userOf(p.Listener), Group: s.pairGroup(p), Mode: setgid | 0o750})
 	}
-	for _, d := range stateDirs() {
-		group := userOf(d.owner)
-		if d.reader != "" {
-			group = userOf(d.reader)
-		}
-		out = append(out, Dir{Path: filepath.Join(s.Home, d.path), Owner: userOf(d.owner), Group: group, Mode: d.mode})
-	}
+	out = append(out, stateDirs(s)...)
 	broker := userOf("brokerd")
 	jobsPair, _ := roles.PairOf("loopd", "brokerd")
 	return append(out,
-		Dir{Path: filepath.Join(s.Home, "memory", "core.md"), Owner: broker, Group: userOf("loopd"), Mode: 0o640, File: true},
 		Dir{Path: s.Etc, Owner: "root", Group: "root", Mode: 0o755},
 		// Only root writes grants; brokerd's group may read them.
 		Dir{Path: filepath.Join(s.Etc, "grants"), Owner: "root", Group: broker, Mode: setgid | 0o750},
@@ -99,6 +73,22 @@ func Dirs(s Site) []Dir {
 	)
 }
 
+// stateDirs are the State column of the role table: each entry owned by
+// its role's user, its group the reader's login group where it has one.
+func stateDirs(s Site) []Dir {
+	var out []Dir
+	for _, spec := range roles.Table {
+		for _, st := range spec.State {
+			group := spec.User
+			if st.Reader != "" {
+				group = userOf(st.Reader)
+			}
+			out = append(out, Dir{Path: filepath.Join(s.Home, st.Path), Owner: spec.User, Group: group, Mode: Mode(st.Mode.Perm()), File: st.File})
+		}
+	}
+	return out
+}
+
 // writablePaths are the directories a role writes: the socket directories
 // it listens in and its state directories. Its unit's ReadWritePaths= are
 // these and nothing else.
@@ -107,9 +97,10 @@ func writablePaths(s Site, role string) []string {
 	for _, p := range roles.ListensOn(role) {
 		out = append(out, filepath.Join(s.Home, "run", p.Dir()))
 	}
-	for _, d := range stateDirs() {
-		if d.owner == role {
-			out = append(out, filepath.Join(s.Home, d.path))
+	spec, _ := roles.Lookup(role)
+	for _, st := range spec.State {
+		if !st.File {
+			out = append(out, filepath.Join(s.Home, st.Path))
 		}
 	}
 	return out
@@ -124,12 +115,12 @@ type Link struct {
 // Binary is the name of the one binary every link points to.
 const Binary = "boxmaker"
 
-// LinkRoles are the roles with a symlink: every daemon, and bxctl for the
-// owner. toolkit runs only inside a sandbox, from the binary itself.
+// LinkRoles are the roles with a symlink: every daemon, and the owner's
+// command line (bxctl). toolkit runs only inside a sandbox, from the binary itself.
 func LinkRoles() []string {
 	var out []string
 	for _, spec := range roles.Table {
-		if spec.Daemon || spec.Name == ownerRole {
+		if spec.Daemon || spec.Owner {
 			out = append(out, spec.Name)
 		}
 	}

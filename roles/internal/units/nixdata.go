@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+
+	"boxmaker/roles"
 )
 
 // NixFile is where the repository keeps NixData, beside the module.
@@ -74,8 +76,14 @@ func nixServiceOf(svc Service) nixService {
 	return nixService{
 		Name: strings.TrimSuffix(svc.Unit, ".service"), Role: svc.Role, Description: svc.Description, Needs: svc.Needs,
 		Requires: nonNil(svc.Requires), Wants: nonNil(svc.Wants), After: nonNil(svc.After),
-		UpstreamFilter: svc.FilterUpstream, Secrets: string(secretSourceOf(svc.Role)), ServiceConfig: cfg,
+		UpstreamFilter: svc.FilterUpstream, Secrets: secretsOf(svc.Role), ServiceConfig: cfg,
 	}
+}
+
+// secretsOf is the role's Secrets column as units.nix takes it.
+func secretsOf(role string) string {
+	spec, _ := roles.Lookup(role)
+	return string(spec.Secrets)
 }
 
 // nonNil makes an absent list [] in JSON, which Nix's list functions take.

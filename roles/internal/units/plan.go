@@ -54,7 +54,7 @@ func NewPlan(s Site) (Plan, error) {
 		if spec.Daemon && !installed(svcs, spec.Name) {
 			p.Stale = append(p.Stale, filepath.Join(s.Units, UnitName(spec.Name)))
 			p.Notes = append(p.Notes, fmt.Sprintf("%s has no unit: config.toml has no [%s] table (add it and run install again)",
-				spec.Name, traitsOf(spec.Name).needs))
+				spec.Name, spec.Needs))
 		}
 	}
 	if note := UpstreamFilter(s.Upstream).Note; note != "" {

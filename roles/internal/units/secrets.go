@@ -10,10 +10,11 @@ import (
 	"boxmaker/roles"
 )
 
-// Who reads which secret follows from the configuration alone, and this file
-// is the one place that says how: gatewayd reads [gateway] token_secret,
-// brokerd reads every grant's secret (it hands the value to egressd, which
-// injects it). A secret named by both is read by both; one named by nobody
+// Who reads which secret follows from the configuration and the role
+// table's Secrets column, and this file is the one place that says how: a
+// role of roles.GatewaySecret (gatewayd) reads [gateway] token_secret, one
+// of roles.GrantSecrets (brokerd) every grant's secret (it hands the value
+// to egressd, which injects it). A secret named by both is read by both; one named by nobody
 // is read by nobody but root.
 //
 // secrets/ itself is root's alone (0700): no role opens a file there. Each
@@ -22,32 +23,12 @@ import (
 // as root in CredentialDir, which up fills the same way. docs/decisions.md
 // (2026-12-01) says why copies and not per-file owners.
 
-// secretSource is what, in the configuration, names a role's secrets.
-type secretSource string
-
-const (
-	fromGateway secretSource = "gateway" // [gateway] token_secret
-	fromGrants  secretSource = "grants"  // every grant's secret = "name"
-)
-
-// secretSourceOf is the source of a role's secrets; "" for a role that reads
-// none.
-func secretSourceOf(role string) secretSource {
-	switch role {
-	case "gatewayd":
-		return fromGateway
-	case "brokerd":
-		return fromGrants
-	}
-	return ""
-}
-
 // SecretRoles are the roles that read secrets at all, in the table's order:
 // the ones `up` makes a credential directory for.
 func SecretRoles() []string {
 	var out []string
 	for _, spec := range roles.Table {
-		if spec.Daemon && secretSourceOf(spec.Name) != "" {
+		if spec.Daemon && spec.Secrets != "" {
 			out = append(out, spec.Name)
 		}
 	}
@@ -57,12 +38,13 @@ func SecretRoles() []string {
 // SecretsOf lists the secrets role reads at this site, sorted, each once.
 func (s Site) SecretsOf(role string) []string {
 	var names []string
-	switch secretSourceOf(role) {
-	case fromGateway:
+	spec, _ := roles.Lookup(role)
+	switch spec.Secrets {
+	case roles.GatewaySecret:
 		if s.GatewayToken != "" {
 			names = []string{s.GatewayToken}
 		}
-	case fromGrants:
+	case roles.GrantSecrets:
 		names = slices.Clone(s.GrantSecrets)
 	}
 	slices.Sort(names)
@@ -142,9 +124,9 @@ const missingCredential = `\n`
 
 // credentials are the lines that load role's secrets, each from secrets/
 // under its own name, and nothing else of secrets/.
-func credentials(s Site, role string) []Directive {
+func credentials(s Site, spec roles.Spec) []Directive {
 	var d []Directive
-	for _, name := range s.SecretsOf(role) {
+	for _, name := range s.SecretsOf(spec.Name) {
 		d = append(d, credentialLines(s.SecretsDir(), name)...)
 	}
 	return d

@@ -34,42 +34,23 @@ type Service struct {
 	Directives     []Directive
 }
 
-// traits are what a unit needs to know of a role beyond the role table.
-type traits struct {
-	needs     string // config table that must be present for the role to run
-	sandboxes bool   // starts bubblewrap: user namespaces, its own /proc and /dev
-	upstream  bool   // talks to the llama-server, the one address it may reach
-}
-
-func traitsOf(role string) traits {
-	switch role {
-	case "gatewayd":
-		return traits{needs: "gateway"}
-	case "brokerd":
-		return traits{sandboxes: true}
-	case "inferproxy":
-		return traits{upstream: true}
-	}
-	return traits{}
-}
-
 // Services lists the units of this site, in the table's start order.
-// gatewayd has one only when the site has a gateway token.
+// A daemon that needs [gateway] has one only when the site has a gateway
+// token.
 func Services(s Site) []Service { return services(s, true) }
 
 func services(s Site, filter bool) []Service {
 	var out []Service
 	for _, spec := range roles.Table {
-		t := traitsOf(spec.Name)
-		if !spec.Daemon || (t.needs == "gateway" && s.GatewayToken == "") {
+		if !spec.Daemon || (spec.Needs == roles.GatewayTable && s.GatewayToken == "") {
 			continue
 		}
 		svc := Service{
-			Role: spec.Name, Unit: UnitName(spec.Name), User: spec.User, Needs: t.needs, FilterUpstream: t.upstream,
+			Role: spec.Name, Unit: UnitName(spec.Name), User: spec.User, Needs: spec.Needs, FilterUpstream: spec.Upstream,
 			Description: "boxmaker " + spec.Name + " (network: " + spec.Network + ")",
-			Directives:  directives(s, spec, t),
+			Directives:  directives(s, spec),
 		}
-		if filter && t.upstream {
+		if filter && spec.Upstream {
 			svc.Directives = append(svc.Directives, UpstreamFilter(s.Upstream).Directives()...)
 		}
 		out = append(out, svc)
@@ -102,7 +83,7 @@ func linkServices(svcs []Service) []Service {
 }
 
 // directives are a unit's [Service] lines, without the upstream filter.
-func directives(s Site, spec roles.Spec, t traits) []Directive {
+func directives(s Site, spec roles.Spec) []Directive {
 	d := []Directive{
 		{"Type", "exec"},
 		{"User", spec.User},
@@ -133,8 +114,8 @@ func directives(s Site, spec roles.Spec, t traits) []Directive {
 		Directive{"ReadWritePaths", strings.Join(writablePaths(s, spec.Name), " ")},
 	)
 	d = append(d, networkDirectives(spec)...)
-	d = append(d, hardening(t)...)
-	return append(d, credentials(s, spec.Name)...)
+	d = append(d, hardening(spec)...)
+	return append(d, credentials(s, spec)...)
 }
 
 // networkDirectives: a role without network has none at all; one with
@@ -144,7 +125,7 @@ func networkDirectives(spec roles.Spec) []Directive {
 	if spec.Network != "none" {
 		families += " AF_INET AF_INET6"
 	}
-	if traitsOf(spec.Name).sandboxes {
+	if spec.Sandboxes {
 		// bwrap brings up loopback inside each sandbox's network namespace
 		// over rtnetlink; the toolkit's own seccomp filter allows AF_UNIX only.
 		families += " AF_NETLINK"
@@ -163,7 +144,7 @@ func networkDirectives(spec roles.Spec) []Directive {
 // ProcSubset, ProtectKernelTunables and ProtectKernelLogs all do that), and
 // it needs mount and pivot_root, which @system-service leaves out. bwrap
 // itself runs under no_new_privs, so NoNewPrivileges stays.
-func hardening(t traits) []Directive {
+func hardening(spec roles.Spec) []Directive {
 	d := []Directive{
 		{"NoNewPrivileges", "yes"},
 		{"CapabilityBoundingSet", ""},
@@ -178,7 +159,7 @@ func hardening(t traits) []Directive {
 		{"MemoryDenyWriteExecute", "yes"},
 		{"SystemCallArchitectures", "native"},
 	}
-	if t.sandboxes {
+	if spec.Sandboxes {
 		return append(d, Directive{"RestrictNamespaces", "user mnt pid net ipc uts cgroup"})
 	}
 	return append(d,
