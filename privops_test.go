@@ -58,24 +58,24 @@ type allowedPrivilegedOp struct {
 // The reasons use two phrases: "fd" for a descriptor-based call, "root-only"
 // for a path no role can change, with what makes it so.
 var allowedPrivilegedOps = map[string]allowedPrivilegedOp{
-	// up as root: the home (roles/bxctl/uproot.go, uprootfs.go).
-	"roles/bxctl/uprootfs.go:openBeneath:unix.Openat2":    {1, "fd: openat2 below a directory descriptor with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS and O_NOFOLLOW"},
-	"roles/bxctl/uprootfs.go:handOverMemory:unix.Open":    {1, "root-only: the home, which rootOnlyPath checked"},
-	"roles/bxctl/uprootfs.go:handover.entry:unix.Fstatat": {1, "fd: reads only, AT_SYMLINK_NOFOLLOW below a descriptor; the owner and kind are checked again on the entry's own descriptor"},
-	"roles/bxctl/uprootfs.go:handover.entry:unix.Fchown": {1, "fd: on the entry's own descriptor, after Fstat on it showed memory/'s (non-role) owner, and one link for a file; " +
+	// up as root: the home (roles/internal/hostsetup/root.go, rootfs.go).
+	"roles/internal/hostsetup/rootfs.go:openBeneath:unix.Openat2":    {1, "fd: openat2 below a directory descriptor with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS|RESOLVE_NO_MAGICLINKS and O_NOFOLLOW"},
+	"roles/internal/hostsetup/rootfs.go:handOverMemory:unix.Open":    {1, "root-only: the home, which rootOnlyPath checked"},
+	"roles/internal/hostsetup/rootfs.go:handover.entry:unix.Fstatat": {1, "fd: reads only, AT_SYMLINK_NOFOLLOW below a descriptor; the owner and kind are checked again on the entry's own descriptor"},
+	"roles/internal/hostsetup/rootfs.go:handover.entry:unix.Fchown": {1, "fd: on the entry's own descriptor, after Fstat on it showed memory/'s (non-role) owner, and one link for a file; " +
 		"only in a memory/ no role has owned (never walked once brokerd owns it)"},
-	"roles/bxctl/uprootfs.go:ensurePlanFiles:unix.Open": {1, "root-only: the home, which rootOnlyPath checked and ensureDirs made root's 0711"},
-	"roles/bxctl/uprootfs.go:ensureFileBeneath:unix.Fchown": {1, "fd: a file root just created with O_EXCL, or one Fstat on the same descriptor showed regular, " +
+	"roles/internal/hostsetup/rootfs.go:ensurePlanFiles:unix.Open": {1, "root-only: the home, which rootOnlyPath checked and ensureDirs made root's 0711"},
+	"roles/internal/hostsetup/rootfs.go:ensureFileBeneath:unix.Fchown": {1, "fd: a file root just created with O_EXCL, or one Fstat on the same descriptor showed regular, " +
 		"single-link and already the plan's owner's"},
-	"roles/bxctl/uprootfs.go:ensureFileBeneath:unix.Fchmod": {1, "fd: as the Fchown beside it"},
-	"roles/bxctl/up.go:serve:os.Remove":                     {1, "root-only: run/up.json in run/, root's 0711"},
-	"roles/bxctl/uplock.go:lockHome:unix.Open":              {1, "reads only: opens the home as a directory, to resolve run/up.lock below it by descriptor"},
-	"roles/bxctl/uplock.go:lockHome:unix.Mkdirat":           {1, "fd: run/ in the home's descriptor, only when missing (EEXIST is kept as it is); rootSetup then gives it the plan's owner and mode"},
-	"roles/bxctl/uplock.go:writePid:unix.Ftruncate":         {1, "fd: run/up.lock, opened by openBeneath (no link followed), after Fstat on it showed a regular single-link file of root's"},
-	"roles/bxctl/uplock.go:openLog:os.OpenFile": {1, "root-only: FILE of --log, the owner's choice as a shell's 2>FILE was (make run: up.log in the home, root's 0711); " +
+	"roles/internal/hostsetup/rootfs.go:ensureFileBeneath:unix.Fchmod": {1, "fd: as the Fchown beside it"},
+	"roles/bxctl/up.go:serve:os.Remove":                                {1, "root-only: run/up.json in run/, root's 0711"},
+	"roles/internal/hostsetup/lock.go:lockHome:unix.Open":              {1, "reads only: opens the home as a directory, to resolve run/up.lock below it by descriptor"},
+	"roles/internal/hostsetup/lock.go:lockHome:unix.Mkdirat":           {1, "fd: run/ in the home's descriptor, only when missing (EEXIST is kept as it is); rootSetup then gives it the plan's owner and mode"},
+	"roles/internal/hostsetup/lock.go:writePid:unix.Ftruncate":         {1, "fd: run/up.lock, opened by openBeneath (no link followed), after Fstat on it showed a regular single-link file of root's"},
+	"roles/internal/hostsetup/lock.go:openLog:os.OpenFile": {1, "root-only: FILE of --log, the owner's choice as a shell's 2>FILE was (make run: up.log in the home, root's 0711); " +
 		"O_NOFOLLOW|O_NONBLOCK, no O_TRUNC"},
-	"roles/bxctl/uplock.go:openLog:.Truncate":   {1, "fd: the log just opened, after Fstat on it showed a regular file of one link"},
-	"roles/bxctl/up.go:prepareHome:os.MkdirAll": {1, "not root: only when up runs as the owner (as root, rootSetup makes the home from the plan)"},
+	"roles/internal/hostsetup/lock.go:openLog:.Truncate": {1, "fd: the log just opened, after Fstat on it showed a regular file of one link"},
+	"roles/bxctl/up.go:prepareHome:os.MkdirAll":          {1, "not root: only when up runs as the owner (as root, rootSetup makes the home from the plan)"},
 	// atomicfile.Write as root: run/up.json (in run/, root's 0711) and install's binary and units (in root's bin and units directories).
 	"roles/internal/atomicfile/atomicfile.go:Replace:os.CreateTemp": {1, "root-only: beside run/up.json, the binary or a unit, in directories only root writes; O_EXCL"},
 	"roles/internal/atomicfile/atomicfile.go:Replace:.Chmod":        {1, "fd: the temporary file root just made"},
@@ -91,35 +91,35 @@ var allowedPrivilegedOps = map[string]allowedPrivilegedOp{
 		"process sees before the view is built"},
 	"roles/internal/mountview/view.go:bindAt:os.WriteFile": {1, "root-only: an empty mount point for the binary, in that tmpfs"},
 
-	// up as root: the roles' copies of their secrets (roles/bxctl/secrets.go),
+	// up as root: the roles' copies of their secrets (roles/internal/hostsetup/secrets.go),
 	// all in run/credentials, which only root writes.
-	"roles/bxctl/secrets.go:stageSecrets:os.Mkdir":               {1, "root-only: run/credentials in run/, root's 0711; then made root's 0711 through an O_NOFOLLOW descriptor"},
-	"roles/bxctl/secrets.go:stageRole:os.RemoveAll":              {1, "root-only: run/credentials/<role>, root's (group the role's, 0750): no role writes in it; RemoveAll never follows a link"},
-	"roles/bxctl/secrets.go:stageRole:os.Mkdir":                  {1, "root-only: in run/credentials"},
-	"roles/bxctl/secrets.go:copySecret:os.OpenFile":              {1, "root-only: O_CREAT|O_EXCL|O_NOFOLLOW in the directory root just made"},
-	"roles/bxctl/secrets.go:copySecret:.Chown":                   {1, "fd: the file root just created"},
-	"roles/bxctl/secrets.go:copySecret:.Chmod":                   {1, "fd: the file root just created"},
-	"roles/bxctl/secrets.go:copySecret:os.Remove":                {1, "root-only: the file root just created, in the directory root just made"},
+	"roles/internal/hostsetup/secrets.go:stageSecrets:os.Mkdir":  {1, "root-only: run/credentials in run/, root's 0711; then made root's 0711 through an O_NOFOLLOW descriptor"},
+	"roles/internal/hostsetup/secrets.go:stageRole:os.RemoveAll": {1, "root-only: run/credentials/<role>, root's (group the role's, 0750): no role writes in it; RemoveAll never follows a link"},
+	"roles/internal/hostsetup/secrets.go:stageRole:os.Mkdir":     {1, "root-only: in run/credentials"},
+	"roles/internal/hostsetup/secrets.go:copySecret:os.OpenFile": {1, "root-only: O_CREAT|O_EXCL|O_NOFOLLOW in the directory root just made"},
+	"roles/internal/hostsetup/secrets.go:copySecret:.Chown":      {1, "fd: the file root just created"},
+	"roles/internal/hostsetup/secrets.go:copySecret:.Chmod":      {1, "fd: the file root just created"},
+	"roles/internal/hostsetup/secrets.go:copySecret:os.Remove":   {1, "root-only: the file root just created, in the directory root just made"},
 	"roles/internal/config/secret.go:ReadSecretFile:os.OpenFile": {1, "reads only: O_RDONLY|O_NOFOLLOW|O_NONBLOCK in secrets/, root's (group brokerd's, 2750)"},
 
-	// Shared by up and install: the plan's directories (roles/bxctl/install.go).
-	"roles/bxctl/install.go:create:os.MkdirAll": {1, "root-only: the parent of each plan directory; the plan lists parents first and up checks the home " +
+	// Shared by up and install: the plan's directories (roles/internal/hostsetup/install.go).
+	"roles/internal/hostsetup/install.go:create:os.MkdirAll": {1, "root-only: the parent of each plan directory; the plan lists parents first and up checks the home " +
 		"and etc/ with rootOnlyPath; install's are the production paths or its --prefix"},
-	"roles/bxctl/install.go:create:os.OpenFile": {1, "fd: memory/core.md, O_CREAT|O_EXCL|O_NOFOLLOW: creates a new file or nothing (up makes core.md itself, " +
+	"roles/internal/hostsetup/install.go:create:os.OpenFile": {1, "fd: memory/core.md, O_CREAT|O_EXCL|O_NOFOLLOW: creates a new file or nothing (up makes core.md itself, " +
 		"by ensurePlanFiles: see the open note on install)"},
-	"roles/bxctl/install.go:create:os.Mkdir": {1, "root-only: each plan directory, in a parent that is root's (the home, run/, etc/)"},
-	"roles/bxctl/install.go:setOwnerAndMode:os.OpenFile": {1, "fd: O_NOFOLLOW of a plan directory whose parent is root's; " +
+	"roles/internal/hostsetup/install.go:create:os.Mkdir": {1, "root-only: each plan directory, in a parent that is root's (the home, run/, etc/)"},
+	"roles/internal/hostsetup/install.go:setOwnerAndMode:os.OpenFile": {1, "fd: O_NOFOLLOW of a plan directory whose parent is root's; " +
 		"for memory/core.md (install only) a single-link regular file is required"},
-	"roles/bxctl/install.go:setOwnerAndMode:.Chown": {1, "fd: the descriptor just opened and checked"},
-	"roles/bxctl/install.go:setOwnerAndMode:.Chmod": {1, "fd: the descriptor just opened and checked"},
+	"roles/internal/hostsetup/install.go:setOwnerAndMode:.Chown": {1, "fd: the descriptor just opened and checked"},
+	"roles/internal/hostsetup/install.go:setOwnerAndMode:.Chmod": {1, "fd: the descriptor just opened and checked"},
 
 	// install only: the binary, its links and the units, in root's directories.
-	"roles/bxctl/install.go:ensureBinary:os.MkdirAll": {1, "root-only: the bin directory (/usr/local/bin or under --prefix)"},
-	"roles/bxctl/install.go:ensureLinks:os.Remove":    {1, "root-only: in the bin directory"},
-	"roles/bxctl/install.go:ensureLinks:os.Symlink":   {1, "root-only: in the bin directory"},
-	"roles/bxctl/install.go:ensureLinks:os.Rename":    {1, "root-only: in the bin directory"},
-	"roles/bxctl/install.go:ensureUnits:os.MkdirAll":  {1, "root-only: the units directory (/etc/systemd/system or under --prefix)"},
-	"roles/bxctl/install.go:ensureUnits:os.Remove":    {1, "root-only: a stale unit in the units directory"},
+	"roles/internal/hostsetup/install.go:ensureBinary:os.MkdirAll": {1, "root-only: the bin directory (/usr/local/bin or under --prefix)"},
+	"roles/internal/hostsetup/install.go:ensureLinks:os.Remove":    {1, "root-only: in the bin directory"},
+	"roles/internal/hostsetup/install.go:ensureLinks:os.Symlink":   {1, "root-only: in the bin directory"},
+	"roles/internal/hostsetup/install.go:ensureLinks:os.Rename":    {1, "root-only: in the bin directory"},
+	"roles/internal/hostsetup/install.go:ensureUnits:os.MkdirAll":  {1, "root-only: the units directory (/etc/systemd/system or under --prefix)"},
+	"roles/internal/hostsetup/install.go:ensureUnits:os.Remove":    {1, "root-only: a stale unit in the units directory"},
 }
 
 // goFunc is one function or method of the project, by package directory.

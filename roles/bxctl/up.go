@@ -14,6 +14,7 @@ import (
 	"boxmaker/roles"
 	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/hostsetup"
 	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/internal/supervise"
@@ -61,14 +62,14 @@ func up(ctx context.Context, cmd *cli.Command) (err error) {
 	if err != nil {
 		return err
 	}
-	lock, err := lockHome(paths.Home)
+	lock, err := hostsetup.LockHome(paths.Home)
 	if err != nil {
 		return err
 	}
 	defer lock.Close()
 	out := cmd.Root().ErrWriter
 	if file := cmd.String("log"); file != "" {
-		f, err := openLog(file)
+		f, err := hostsetup.OpenLog(file)
 		if err != nil {
 			return err
 		}
@@ -113,7 +114,7 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 	if err != nil {
 		return err
 	}
-	start, closeView, err := roleView(paths, exe, creds, log)
+	start, closeView, err := hostsetup.RoleView(paths, exe, creds, log)
 	if err != nil {
 		return err
 	}
@@ -183,7 +184,7 @@ func prepareRoles(cmd *cli.Command, paths config.Paths, upstream string, log io.
 		fmt.Fprintf(log, "up: not running as root: every role runs as uid %d, separated by process and socket only\n", os.Getuid())
 		return map[string]*syscall.Credential{}, nil
 	}
-	return rootSetup(paths, upstream, cmd.Bool("create-users"), log, hostSystem{})
+	return hostsetup.RootSetup(paths, upstream, cmd.Bool("create-users"), log)
 }
 
 func upBanner(log io.Writer, paths config.Paths, daemons []supervise.Daemon, scripted bool) {
@@ -245,11 +246,6 @@ func (e roleEnv) value(paths config.Paths, role, name string, asRole bool) (stri
 		return units.CredentialDir(paths.Home, role), asRole
 	}
 	panic("up: the role table names the variable " + name + ", which up does not know")
-}
-
-func userOfRole(role string) string {
-	spec, _ := roles.Lookup(role)
-	return spec.User
 }
 
 // prepareHome makes the directories the roles write in (run/ and the

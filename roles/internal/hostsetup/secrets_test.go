@@ -1,4 +1,4 @@
-package bxctl
+package hostsetup
 
 import (
 	"bytes"
@@ -230,7 +230,7 @@ func TestStagedSecretModes(t *testing.T) {
 	sys := newIDSystem(t)
 	paths := secretHome(t, "mattermost-bot", []string{"consult-api"}, []string{"mattermost-bot", "consult-api"})
 	upRootSetup(t, paths, sys)
-	gid := func(role string) int { id, _ := sys.lookupGroup(userOfRole(role)); return id }
+	gid := func(role string) int { id, _ := sys.lookupGroup(userOf(role)); return id }
 	for _, c := range []struct {
 		path string
 		gid  int

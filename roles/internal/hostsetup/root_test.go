@@ -1,4 +1,4 @@
-package bxctl
+package hostsetup
 
 import (
 	"bytes"
@@ -79,7 +79,7 @@ func needRoot(t *testing.T, sys uidSystem) {
 // publicTemp is a root-owned directory every uid may enter.
 func publicTemp(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "bxctl-root")
+	dir, err := os.MkdirTemp("", "hostsetup-root")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,7 +150,7 @@ func TestUpRefusesWhileARoleRuns(t *testing.T) {
 	home := filepath.Join(publicTemp(t), "home")
 	paths := homeAt(t, home)
 	before := owners(t, home, "")
-	broker := uint32(sys.ids[userOfRole("brokerd")])
+	broker := uint32(sys.ids[userOf("brokerd")])
 	sleeper := exec.Command("sleep", "60")
 	sleeper.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Credential: &syscall.Credential{Uid: broker, Gid: broker}}
 	if err := sleeper.Start(); err != nil {

@@ -1,4 +1,4 @@
-package bxctl
+package hostsetup
 
 import (
 	"bytes"
@@ -95,7 +95,7 @@ func TestRootSetupRacingBroker(t *testing.T) {
 	needRoot(t, sys)
 	base := publicTemp(t)
 	self, _ := os.Executable()
-	exe := filepath.Join(base, "bxctl.test")
+	exe := filepath.Join(base, "hostsetup.test")
 	data, err := os.ReadFile(self)
 	if err != nil {
 		t.Fatal(err)

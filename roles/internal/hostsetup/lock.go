@@ -1,4 +1,4 @@
-package bxctl
+package hostsetup
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package bxctl
+package hostsetup
 
 import (
 	"errors"
@@ -109,7 +109,7 @@ func stageRole(paths config.Paths, sys system, role string, names []string, root
 	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	gid, err := sys.lookupGroup(userOfRole(role))
+	gid, err := sys.lookupGroup(userOf(role))
 	if err != nil {
 		return err
 	}
