@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"boxmaker/fixtures/require"
+	"boxmaker/roles"
 )
 
 // runProgram runs the multicall entry in-process, as if exec'd with args.
@@ -35,7 +36,7 @@ func TestDispatch(t *testing.T) {
 		{"version", []string{"boxmaker", "--version"}, 0, "v-test", ""},
 		{"help", []string{"boxmaker", "--help"}, 0, "wire", ""},
 		{"bare boxmaker shows help, usage status", []string{"boxmaker"}, 2, "COMMANDS", ""},
-		{"unknown name", []string{"boxmaker", "frobnicate"}, 2, "", `boxmaker: no role or command named "frobnicate"; valid: egressd, inferproxy, gatewayd, brokerd, loopd, toolkit, bxctl, approvals, approve, deny, init, up, status, chat, sessions, notes, jobs, install, audit, grants, wire` + "\n"},
+		{"unknown name", []string{"boxmaker", "frobnicate"}, 2, "", `boxmaker: no role or command named "frobnicate"; valid: ` + tableRoles() + `, approvals, approve, deny, init, up, status, chat, sessions, notes, jobs, install, audit, grants, wire` + "\n"},
 		{"unknown flag", []string{"boxmaker", "--frobnicate"}, 2, "", "flag provided but not defined"},
 		{"role as first argument", []string{"boxmaker", "bxctl", "wire", "check", valid}, 0, "tool_request id 7", ""},
 		{"bxctl command at the top", []string{"boxmaker", "wire", "check", valid}, 0, "tool_request id 7", ""},
@@ -124,4 +125,13 @@ func TestBuiltBinary(t *testing.T) {
 			t.Errorf("bxctl nope: status %d, %s", cmd.ProcessState.ExitCode(), out)
 		}
 	})
+}
+
+// tableRoles lists the role table's names as the usage error does.
+func tableRoles() string {
+	var names []string
+	for _, spec := range roles.Table {
+		names = append(names, spec.Name)
+	}
+	return strings.Join(names, ", ")
 }

@@ -48,6 +48,12 @@ type State struct {
 	Sandboxed bool
 }
 
+// EtcDir is a directory beside config.toml, root's, that roles read.
+type EtcDir struct {
+	Path    string   // relative to config.toml's directory
+	Readers []string // one role, or the two roles of a pair
+}
+
 // SecretSource is what, in the configuration, names a role's secrets.
 type SecretSource string
 
@@ -87,11 +93,13 @@ func Hidden() []string {
 	return out
 }
 
-// OwnerRole is the role the table marks as the owner's command line.
-func OwnerRole() string {
+// StateOwner is the role whose State lists path; "" if none does.
+func StateOwner(path string) string {
 	for _, spec := range Table {
-		if spec.Owner {
-			return spec.Name
+		for _, s := range spec.State {
+			if s.Path == path {
+				return spec.Name
+			}
 		}
 	}
 	return ""

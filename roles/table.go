@@ -81,6 +81,15 @@ func (p Pair) Dir() string { return p.Client + "-" + p.Listener }
 // Path is the pair's socket under home.
 func (p Pair) Path(home config.Paths) string { return home.Join("run", p.Dir(), p.Socket) }
 
+// Etc lists the owner's directories beside config.toml that roles read.
+// Only root writes them; each is its readers' group's (one reader: its
+// login group; two: the group of their pair, which holds exactly them).
+var Etc = []EtcDir{
+	{Path: "grants", Readers: []string{"brokerd"}},
+	// brokerd, and loopd's scheduler (DESIGN.md section 13).
+	{Path: "jobs", Readers: []string{"loopd", "brokerd"}},
+}
+
 // channelKinds is what a client may send on loop.sock, through either pair:
 // nothing about approvals, which go from the owner to brokerd only.
 var channelKinds = []string{"chat_send", "session_list", "session_log"}

@@ -112,3 +112,26 @@ func TestStateEntries(t *testing.T) {
 		}
 	}
 }
+
+// Each directory beside config.toml is read by one daemon, or by the two
+// roles of a pair, so that a group holds exactly its readers.
+func TestEtcReaders(t *testing.T) {
+	for _, e := range Etc {
+		for _, r := range e.Readers {
+			if spec, ok := Lookup(r); !ok || !spec.Daemon {
+				t.Errorf("%s: reader %q is not a daemon of the table", e.Path, r)
+			}
+		}
+		switch len(e.Readers) {
+		case 1:
+		case 2:
+			_, ab := PairOf(e.Readers[0], e.Readers[1])
+			_, ba := PairOf(e.Readers[1], e.Readers[0])
+			if !ab && !ba {
+				t.Errorf("%s: readers %q share no pair, so no group holds just them", e.Path, e.Readers)
+			}
+		default:
+			t.Errorf("%s: %d readers; one, or the two of a pair", e.Path, len(e.Readers))
+		}
+	}
+}

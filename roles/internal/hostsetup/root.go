@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 
+	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/units"
 )
@@ -63,7 +64,7 @@ func prepareRootHome(paths config.Paths, plan units.Plan, creds map[string]*sysc
 			return fmt.Errorf("up: refusing to prepare the home as root: %w", err)
 		}
 	}
-	if err := handOverMemory(paths.Home, creds["brokerd"], ids, log); err != nil {
+	if err := handOverMemory(paths.Home, creds[roles.StateOwner("memory")], ids, log); err != nil {
 		return err
 	}
 	return ensureHome(plan, sys)

@@ -58,19 +58,31 @@ func Dirs(s Site) []Dir {
 		out = append(out, Dir{Path: filepath.Join(run, p.Dir()), Owner: userOf(p.Listener), Group: s.pairGroup(p), Mode: setgid | 0o750})
 	}
 	out = append(out, stateDirs(s)...)
-	broker := userOf("brokerd")
-	jobsPair, _ := roles.PairOf("loopd", "brokerd")
+	out = append(out, Dir{Path: s.Etc, Owner: "root", Group: "root", Mode: 0o755})
+	for _, e := range roles.Etc {
+		// Only root writes them; the readers' group may read them.
+		out = append(out, Dir{Path: filepath.Join(s.Etc, e.Path), Owner: "root", Group: readersGroup(e.Readers), Mode: setgid | 0o750})
+	}
 	return append(out,
-		Dir{Path: s.Etc, Owner: "root", Group: "root", Mode: 0o755},
-		// Only root writes grants; brokerd's group may read them.
-		Dir{Path: filepath.Join(s.Etc, "grants"), Owner: "root", Group: broker, Mode: setgid | 0o750},
-		// jobs/ likewise, read by brokerd and by loopd's scheduler: the
-		// group of their pair holds exactly those two users.
-		Dir{Path: filepath.Join(s.Etc, "jobs"), Owner: "root", Group: pairGroupName(jobsPair), Mode: setgid | 0o750},
 		// secrets/ is root's alone: each role reads its own copies of just
 		// its secrets (secrets.go), never this directory.
 		Dir{Path: s.SecretsDir(), Owner: "root", Group: "root", Mode: 0o700},
 	)
+}
+
+// readersGroup is the group holding exactly readers: one role's login
+// group, or the group of the pair of two ("" when they share no pair,
+// which the role table's test refuses).
+func readersGroup(readers []string) string {
+	if len(readers) == 1 {
+		return userOf(readers[0])
+	}
+	for _, p := range roles.Pairs {
+		if len(readers) == 2 && (p.Client == readers[0] && p.Listener == readers[1] || p.Client == readers[1] && p.Listener == readers[0]) {
+			return pairGroupName(p)
+		}
+	}
+	return ""
 }
 
 // stateDirs are the State column of the role table: each entry owned by
