@@ -50,7 +50,7 @@ func nixInstantiate(t *testing.T) string {
 
 func TestNixFilesParse(t *testing.T) {
 	bin := nixInstantiate(t)
-	for _, f := range []string{"package.nix", "module.nix", "units.nix", "../roles/internal/units/testdata/stub.nix"} {
+	for _, f := range []string{"package.nix", "module.nix", "units.nix", "../roles/internal/units/testdata/stub.nix", "../roles/internal/units/testdata/stub-nixpkgs.nix", "../flake.nix"} {
 		if out, err := exec.Command(bin, "--parse", filepath.Join(nixDir, f)).CombinedOutput(); err != nil {
 			t.Errorf("%s does not parse: %v\n%s", f, err, out)
 		}

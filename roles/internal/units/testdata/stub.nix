@@ -9,6 +9,11 @@ in
     mkEnableOption = _: { };
     mkOption = _: { };
     literalExpression = s: s;
+    mkDefault = content: {
+      _type = "override";
+      priority = 1000;
+      inherit content;
+    };
     types = {
       package = type;
       str = type;
