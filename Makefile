@@ -17,7 +17,7 @@ VULNDB ?= https://vuln.go.dev
 
 # audit/ is a directory of the source tree: without .PHONY, make thinks
 # the audit target is up to date.
-.PHONY: soak help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash
+.PHONY: soak help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -63,6 +63,10 @@ deps: ## what make test needs ($(TEST_NEEDS)): installed with apt-get as root, e
 
 deps-run: ## what make run needs ($(RUN_NEEDS)), the same way
 	@sh scripts/deps.sh $(RUN_NEEDS)
+
+verify-device: build ## conformance of a real llama-server, one PASS/FAIL a check: make verify-device UPSTREAM=http://host:port
+	@test -n "$(UPSTREAM)" || { echo "verify-device: give the llama-server: make verify-device UPSTREAM=http://host:port" >&2; exit 2; }
+	$(OUT) loopd verify-device --upstream $(UPSTREAM)
 
 vendor-hash: ## set nix/package.nix's vendorHash from go mod vendor, hashed by nix (after go.mod or go.sum changes)
 	@GO=$(GO) sh scripts/vendorhash.sh

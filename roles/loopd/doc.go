@@ -13,5 +13,7 @@
 // never through loopd), never label a result (brokerd labels from the grant;
 // loopd only copies the label into its log), never hold a secret, never reach
 // the network except infer.sock and broker.sock, and never import another
-// role's package.
+// role's package. Its verify-device command (verifydevice.go) is no part of
+// the daemon: a person runs it to check a llama-server, and it alone dials
+// the URL it is given.
 package loopd

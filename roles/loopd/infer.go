@@ -12,12 +12,14 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 )
 
 // inferClient speaks llama-server's HTTP API over infer.sock. The host in
 // its URLs is a placeholder: every connection goes to the socket.
 type inferClient struct {
 	http *http.Client
+	base string // inferBase, or the upstream's own URL for verify-device
 
 	mu    sync.Mutex
 	props *serverProps // from the last /props that answered
@@ -48,7 +50,19 @@ func newInferClient(socket string) *inferClient {
 		// Streams are read as they come; compression would only delay them.
 		DisableCompression: true,
 	}
-	return &inferClient{http: &http.Client{Transport: tr}}
+	return &inferClient{http: &http.Client{Transport: tr}, base: inferBase}
+}
+
+// newUpstreamClient is the same client speaking to a llama-server at base
+// (http://host:port) over TCP, for verify-device alone: the daemon only
+// ever dials infer.sock. No proxy from the environment is used.
+func newUpstreamClient(base string) *inferClient {
+	tr := &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: 8,
+		DisableCompression:  true,
+	}
+	return &inferClient{http: &http.Client{Transport: tr}, base: strings.TrimSuffix(base, "/")}
 }
 
 func (c *inferClient) close() { c.http.CloseIdleConnections() }
@@ -106,7 +120,7 @@ func (c *inferClient) forget() {
 }
 
 func (c *inferClient) getJSON(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, inferBase+path, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+path, nil)
 	if err != nil {
 		return err
 	}
@@ -128,7 +142,7 @@ func (c *inferClient) getJSON(ctx context.Context, path string, v any) error {
 // first error comes back as an ordinary HTTP error (llama-server sends
 // errors before the stream starts that way) and is returned here.
 func (c *inferClient) chat(ctx context.Context, body []byte) (io.ReadCloser, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, inferBase+"/v1/chat/completions", bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}

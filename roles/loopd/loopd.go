@@ -20,10 +20,12 @@ import (
 
 // Command is the loopd role.
 func Command() *cli.Command {
-	return roles.DaemonCommand("loopd", "run the agent loop: the owner's messages, the model, and tool calls through brokerd (a daemon)", "",
+	cmd := roles.DaemonCommand("loopd", "run the agent loop: the owner's messages, the model, and tool calls through brokerd (a daemon)", "",
 		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
 			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "loopd: ", 0)})
 		})
+	cmd.Commands = []*cli.Command{verifyDeviceCommand()}
+	return cmd
 }
 
 // Options is what Run needs; zero fields take their defaults.

@@ -25,8 +25,9 @@ type reply struct {
 // streamCall is one tool call put together from its deltas: id and name
 // once, argument fragments concatenated in order.
 type streamCall struct {
-	id, name string
-	args     strings.Builder
+	id, name  string
+	args      strings.Builder
+	fragments int // deltas that carried part of args (verify-device counts them)
 }
 
 // timings is the part of llama-server's timings loopd reads: the prompt
@@ -182,7 +183,10 @@ func (r *reply) delta(content, reasoning *string, calls []callDelta, text onText
 			c.id = d.ID
 		}
 		c.name += d.Function.Name
-		c.args.WriteString(d.Function.Arguments)
+		if d.Function.Arguments != "" {
+			c.args.WriteString(d.Function.Arguments)
+			c.fragments++
+		}
 	}
 	return nil
 }
