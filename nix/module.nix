@@ -38,15 +38,32 @@ let
   ) (builtins.attrValues cfg.grants);
 
   toml = pkgs.formats.toml { };
+
+  # What the shell tool's commands find on their PATH.
+  shellTools = pkgs.buildEnv {
+    name = "boxmaker-shell-tools";
+    paths = cfg.shellPackages;
+  };
   configFile = toml.generate "boxmaker-config.toml" (
-    lib.recursiveUpdate cfg.settings (
-      {
-        infer.upstream = cfg.upstream;
-        # bubblewrap is not at the default /usr/bin/bwrap on NixOS.
-        sandbox.bwrap = "${pkgs.bubblewrap}/bin/bwrap";
-      }
-      // lib.optionalAttrs (cfg.gateway != null) { gateway = cfg.gateway; }
-    )
+    lib.recursiveUpdate
+      (lib.recursiveUpdate {
+        sandbox = {
+          # NixOS keeps /bin/sh and every command in the store, and little in
+          # /usr and /bin: the shell tool's sandbox gets the store read-only
+          # (bwrap and Landlock alike) and its commands the shellPackages.
+          # settings.sandbox may say otherwise.
+          system_paths = [ "/nix/store" ];
+          shell_path = "${shellTools}/bin:/usr/bin:/bin";
+        };
+      } cfg.settings)
+      (
+        {
+          infer.upstream = cfg.upstream;
+          # bubblewrap is not at the default /usr/bin/bwrap on NixOS.
+          sandbox.bwrap = "${pkgs.bubblewrap}/bin/bwrap";
+        }
+        // lib.optionalAttrs (cfg.gateway != null) { gateway = cfg.gateway; }
+      )
   );
 
   # Grants are root's and readable by brokerd's group alone, as on other hosts.
@@ -140,6 +157,28 @@ in
       description = ''
         Grants by id: TOML text or a file, installed as /etc/boxmaker/grants/<id>.toml.
         Each is read at evaluation: the secret it names is loaded into brokerd's unit.
+      '';
+    };
+
+    shellPackages = lib.mkOption {
+      type = lib.types.listOf lib.types.package;
+      default = with pkgs; [
+        bashInteractive
+        coreutils
+        findutils
+        gnugrep
+        gnused
+        gawk
+        diffutils
+        gnutar
+        gzip
+        less
+      ];
+      defaultText = lib.literalExpression "with pkgs; [ bashInteractive coreutils findutils gnugrep gnused gawk diffutils gnutar gzip less ]";
+      description = ''
+        The commands the shell tool finds on its PATH ([sandbox] shell_path). NixOS has
+        almost nothing in /usr and /bin, so the sandbox gets /nix/store read-only
+        ([sandbox] system_paths) and these packages' bin/ first on the PATH.
       '';
     };
 

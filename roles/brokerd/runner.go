@@ -163,6 +163,9 @@ func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, 
 		},
 		Egress: needs.Egress,
 	}
+	if needs.System {
+		job.System = &toolrun.System{Paths: sb.SystemPaths, ShellPath: sb.ShellPath}
+	}
 	if tool.Sandbox.Egress.To == wire.ConsultEndpoint {
 		if r.cfg.Consult.URL == "" {
 			return sandbox.Spec{}, errors.New("no [consult] url in config.toml")

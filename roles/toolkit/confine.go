@@ -27,7 +27,7 @@ func confine(job toolrun.Job) error {
 	if err := setLimits(job.Limits); err != nil {
 		return fmt.Errorf("rlimits: %w", err)
 	}
-	if err := restrictPaths(job.Mounts, toolrun.NeedsOf(job.Tool).System); err != nil {
+	if err := restrictPaths(job.Mounts, job.System); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	if err := installSeccomp(); err != nil {
@@ -74,10 +74,11 @@ var landlockConfigs = []landlock.Config{
 }
 
 // restrictPaths confines this process and its children to the mounts,
-// /tmp, a few devices and, for shell, /usr. From ABI 4 on it also refuses
+// /tmp, a few devices and, for shell (sys not nil), /usr and the system
+// paths, the same list bwrap mounted. From ABI 4 on it also refuses
 // every TCP bind and connect, and from ABI 6 signals and abstract sockets
 // that leave the sandbox.
-func restrictPaths(mounts []toolrun.Mount, system bool) error {
+func restrictPaths(mounts []toolrun.Mount, sys *toolrun.System) error {
 	abi, err := toolrun.LandlockABI()
 	if err != nil {
 		return err
@@ -88,8 +89,8 @@ func restrictPaths(mounts []toolrun.Mount, system bool) error {
 		landlock.RWFiles("/dev/null"),
 		landlock.ROFiles("/dev/zero", "/dev/random", "/dev/urandom"),
 	}
-	if system {
-		rules = append(rules, landlock.RODirs("/usr"))
+	if sys != nil {
+		rules = append(rules, landlock.RODirs(append([]string{"/usr"}, sys.Paths...)...))
 	}
 	for _, m := range mounts {
 		rule, err := mountRule(m)

@@ -91,6 +91,7 @@ type toolRun struct {
 	limits  toolrun.Limits
 	wall    time.Duration
 	runAs   *syscall.Credential
+	system  *toolrun.System // nil: the default for a tool that runs /bin/sh
 }
 
 func (r toolRun) spec(tb testing.TB) sandbox.Spec {
@@ -102,6 +103,9 @@ func (r toolRun) spec(tb testing.TB) sandbox.Spec {
 		r.wall = 20 * time.Second
 	}
 	needs := toolrun.NeedsOf(r.tool)
+	if needs.System && r.system == nil {
+		r.system = &toolrun.System{ShellPath: "/usr/bin:/bin"}
+	}
 	return sandbox.Spec{
 		Bwrap:       requireSandbox(tb),
 		Executable:  toolkitBinary(tb),
@@ -118,6 +122,7 @@ func (r toolRun) spec(tb testing.TB) sandbox.Spec {
 			Limits:    r.limits,
 			Egress:    needs.Egress,
 			Consult:   r.consult,
+			System:    r.system,
 		},
 	}
 }

@@ -16,8 +16,9 @@ import (
 const helperEnv = "BOXMAKER_TOOLKIT_HELPER"
 
 var helperChildren = map[string]func(){
-	"seccomp":  seccompChild,
-	"landlock": landlockChild,
+	"seccomp":         seccompChild,
+	"landlock":        landlockChild,
+	"landlock-system": landlockSystemChild,
 }
 
 // TestHelperProcess is not a test: it is the child's entry point.

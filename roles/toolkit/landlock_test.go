@@ -48,7 +48,7 @@ func closeIf(c net.Conn) {
 
 func landlockChild() {
 	ro, rw, out := os.Getenv("LL_RO"), os.Getenv("LL_RW"), os.Getenv("LL_OUT")
-	err := restrictPaths([]toolrun.Mount{{Path: ro}, {Path: rw, Writable: true}}, false)
+	err := restrictPaths([]toolrun.Mount{{Path: ro}, {Path: rw, Writable: true}}, nil)
 	if err != nil {
 		fmt.Println("restrict failed:", err)
 		return

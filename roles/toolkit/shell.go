@@ -20,17 +20,23 @@ import (
 // command travels as an argument, never inside this text.
 const shellScript = `ulimit -v "$1" || exit 126; exec /bin/sh -c "$2"`
 
-// shellEnv is all the environment a command sees.
-var shellEnv = []string{"PATH=/usr/bin:/bin", "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+// shellEnv is all the environment a command sees: PATH is [sandbox]
+// shell_path, which the job carries.
+func shellEnv(sys *toolrun.System) []string {
+	return []string{"PATH=" + sys.ShellPath, "HOME=/tmp", "TMPDIR=/tmp", "LANG=C.UTF-8"}
+}
 
 // shell runs the command with /bin/sh, its stdout and stderr combined. A
 // non-zero exit is a result (the tool ran); a limit that stopped it is a
 // failure that names the limit.
 func (t *tools) shell(ctx context.Context, a wire.ShellArgs) toolrun.Output {
+	if t.job.System == nil { // a decoded job always has them (Job.Validate)
+		return failed("shell", "the job carries no system settings")
+	}
 	limits := t.job.Limits
 	kib := strconv.FormatInt(max(limits.MemoryBytes/1024, 1), 10)
 	cmd := exec.CommandContext(ctx, "/bin/sh", "-c", shellScript, "sh", kib, a.Command)
-	cmd.Env, cmd.Dir = shellEnv, "/tmp"
+	cmd.Env, cmd.Dir = shellEnv(t.job.System), "/tmp"
 	out := &capWriter{max: limits.OutputBytes}
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -32,6 +32,9 @@ func argsJSON(t testing.TB, args map[string]string) string {
 func runUnconfined(t *testing.T, memory, tool string, args map[string]string, mounts ...toolrun.Mount) toolrun.Output {
 	t.Helper()
 	tl := &tools{memory: memory, job: toolrun.Job{Tool: tool, Arguments: argsJSON(t, args), Mounts: mounts, Limits: testLimits()}}
+	if toolrun.NeedsOf(tool).System {
+		tl.job.System = &toolrun.System{ShellPath: "/usr/bin:/bin"}
+	}
 	return tl.run(context.Background())
 }
 

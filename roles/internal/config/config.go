@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"boxmaker/roles/internal/toolrun"
+
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -77,6 +79,12 @@ type Sandbox struct {
 	WallTime    Duration `toml:"wall_time"`
 	OutputBytes int      `toml:"output_bytes"`
 	Processes   int      `toml:"processes"`
+	// SystemPaths are host directories the shell tool's sandbox gets
+	// read-only at the same place, beside /usr and the merged-usr links:
+	// /nix/store on NixOS, which holds /bin/sh and every command.
+	SystemPaths []string `toml:"system_paths"`
+	// ShellPath is the PATH of the shell tool's commands.
+	ShellPath string `toml:"shell_path"`
 }
 
 // Egress bounds every request egressd makes for a tool.
@@ -97,10 +105,11 @@ func Defaults() Config {
 	return Config{
 		Broker: Broker{ApprovalTimeout: Dur(10 * time.Minute), ResultMaxBytes: 64 << 10,
 			MaxSandboxes: 8, MaxPendingApprovals: 16, MaxConnections: 64, FrameTimeout: Dur(10 * time.Second)},
-		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Dur(30 * time.Second), OutputBytes: 1 << 20, Processes: 64},
-		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
-		Loop:    DefaultLoop(),
-		Audit:   DefaultAudit(),
+		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Dur(30 * time.Second), OutputBytes: 1 << 20, Processes: 64,
+			SystemPaths: []string{}, ShellPath: "/usr/bin:/bin"},
+		Egress: Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
+		Loop:   DefaultLoop(),
+		Audit:  DefaultAudit(),
 	}
 }
 
@@ -139,6 +148,9 @@ func (c *Config) finish() error {
 		if err := c.Gateway.Check(); err != nil {
 			return err
 		}
+	}
+	if err := (toolrun.System{Paths: c.Sandbox.SystemPaths, ShellPath: c.Sandbox.ShellPath}).Check(); err != nil {
+		return fmt.Errorf("[sandbox] system_paths and shell_path: %w", err)
 	}
 	for _, check := range []struct {
 		ok  bool

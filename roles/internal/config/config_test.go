@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ func writeConfig(t *testing.T, text string) string {
 func TestLoadDefaultsAndValues(t *testing.T) {
 	t.Setenv("BOXMAKER_UPSTREAM", "")
 	cfg, err := Load(filepath.Join(t.TempDir(), "absent.toml"))
-	if err != nil || cfg != Defaults() {
+	if err != nil || !reflect.DeepEqual(cfg, Defaults()) {
 		t.Fatalf("missing file: %+v, %v; want the defaults", cfg, err)
 	}
 	cfg, err = Load(writeConfig(t, "[broker]\napproval_timeout = \"90s\"\n[infer]\nupstream = \"http://127.0.0.1:8080\"\n"))
@@ -30,7 +31,7 @@ func TestLoadDefaultsAndValues(t *testing.T) {
 	if cfg.Broker.ApprovalTimeout.D() != 90*time.Second || cfg.Infer.Upstream != "http://127.0.0.1:8080" {
 		t.Errorf("got %+v", cfg)
 	}
-	if cfg.Sandbox != Defaults().Sandbox {
+	if !reflect.DeepEqual(cfg.Sandbox, Defaults().Sandbox) {
 		t.Errorf("untouched table changed: %+v", cfg.Sandbox)
 	}
 	t.Setenv("BOXMAKER_UPSTREAM", "http://10.0.0.9:9000")
@@ -48,6 +49,11 @@ func TestLoadErrors(t *testing.T) {
 		{"syntax", "[sandbox\n", "line 1"},
 		{"relative bwrap", "[sandbox]\nbwrap = \"bwrap\"\n", "sandbox.bwrap must be an absolute path"},
 		{"zero limit", "[sandbox]\nprocesses = 0\n", "sandbox limits must be positive"},
+		{"relative system path", "[sandbox]\nsystem_paths = [\"nix/store\"]\n", `system path "nix/store" must be a clean absolute path`},
+		{"system path over /usr", "[sandbox]\nsystem_paths = [\"/usr/lib\"]\n", `overlaps the sandbox's own /usr`},
+		{"system path over /tmp", "[sandbox]\nsystem_paths = [\"/tmp\"]\n", `overlaps the sandbox's own /tmp`},
+		{"empty shell path", "[sandbox]\nshell_path = \"\"\n", "the shell path is empty"},
+		{"relative shell path", "[sandbox]\nshell_path = \"bin:/usr/bin\"\n", `shell path entry "bin"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			path := writeConfig(t, c.text)

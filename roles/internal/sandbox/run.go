@@ -92,6 +92,7 @@ func (s Spec) command(ctx context.Context) (*exec.Cmd, func(), error) {
 		if system, err = systemArgs(); err != nil {
 			return nil, nil, fmt.Errorf("sandbox: %w", err)
 		}
+		system = append(system, systemPathArgs(s.Job.System)...)
 	}
 	mounts := sortedMounts(s.Mounts)
 	files, err := openMounts(mounts)

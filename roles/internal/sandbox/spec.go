@@ -153,3 +153,18 @@ func systemArgs() ([]string, error) {
 	}
 	return a, nil
 }
+
+// systemPathArgs mounts the job's system paths ([sandbox] system_paths,
+// /nix/store on NixOS) read-only where they are on the host. The Job
+// carries them so that toolkit's Landlock rules name the same list; the
+// Job's validation keeps them clear of the sandbox's own paths and of the
+// granted ones, which are mounted after them.
+func systemPathArgs(sys *toolrun.System) []string {
+	var a []string
+	if sys != nil {
+		for _, p := range sys.Paths {
+			a = append(a, "--ro-bind", p, p)
+		}
+	}
+	return a
+}

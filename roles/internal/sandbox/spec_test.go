@@ -29,7 +29,30 @@ func shellSpec(bwrap, executable string, mounts ...Mount) Spec {
 			Arguments: `{"command":"true"}`,
 			Mounts:    JobMounts(mounts),
 			Limits:    testLimits(),
+			System:    &toolrun.System{ShellPath: "/usr/bin:/bin"},
 		},
+	}
+}
+
+// The job's system paths are mounted read-only at their own place, after
+// the host's system directories and before any grant.
+func TestSystemPathsAreMountedReadOnly(t *testing.T) {
+	grant := t.TempDir()
+	s := shellSpec("/usr/bin/bwrap", "/opt/boxmaker", Mount{Host: grant, Path: "/work"})
+	s.Job.System.Paths = []string{"/nix/store", "/opt/tools"}
+	cmd, cleanup, err := s.command(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cleanup()
+	line := strings.Join(cmd.Args, " ")
+	want := "--ro-bind /nix/store /nix/store --ro-bind /opt/tools /opt/tools --ro-bind-fd 4 /work"
+	if !strings.Contains(line, "--ro-bind /usr /usr") || !strings.Contains(line, want) {
+		t.Errorf("args lack %q after /usr:\n%s", want, line)
+	}
+	s.Job.System.Paths = []string{"/work/tools"}
+	if _, _, err := s.command(t.Context()); err == nil || !strings.Contains(err.Error(), "overlaps") {
+		t.Errorf("a system path inside a grant: %v", err)
 	}
 }
 

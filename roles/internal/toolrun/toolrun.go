@@ -53,6 +53,7 @@ type Job struct {
 	Limits    Limits   `json:"limits"`
 	Egress    bool     `json:"egress"` // fd 3 is a connection to egressd
 	Consult   *Consult `json:"consult"`
+	System    *System  `json:"system"` // exactly for a tool that runs /bin/sh
 }
 
 // Mount is one granted path as the tool sees it.
@@ -150,6 +151,14 @@ func (j Job) Validate() error {
 	}
 	if err := j.Limits.validate(); err != nil {
 		return err
+	}
+	if (j.System != nil) != needs.System {
+		return fmt.Errorf("job: %s: system settings go with a tool that runs /bin/sh, and only with it", j.Tool)
+	}
+	if j.System != nil {
+		if err := j.System.validate(j.Mounts); err != nil {
+			return fmt.Errorf("job: %w", err)
+		}
 	}
 	return validateMounts(j.Mounts, needs.System)
 }

@@ -20,7 +20,7 @@ func TestJobRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `{"tool":"notes_write","arguments":"{\"path\":\"a.md\",\"content\":\"x\"}","mounts":[{"path":"/memory/notes","writable":true}],` +
-		`"limits":{"cpu_seconds":1,"memory_bytes":1048576,"output_bytes":1024,"processes":8,"file_bytes":1048576},"egress":false,"consult":null}`
+		`"limits":{"cpu_seconds":1,"memory_bytes":1048576,"output_bytes":1024,"processes":8,"file_bytes":1048576},"egress":false,"consult":null,"system":null}`
 	if string(data) != want {
 		t.Fatalf("encoded\n%s\nwant\n%s", data, want)
 	}
@@ -77,7 +77,9 @@ func TestValidate(t *testing.T) {
 		{"consult with a bad url", func(j *Job) {
 			j.Tool, j.Egress, j.Consult = "consult", true, &Consult{URL: "file:///etc/passwd", Model: "m"}
 		}, "not an http"},
-		{"shell over usr", func(j *Job) { j.Tool, j.Mounts[0].Path = "shell", "/usr/share" }, "/usr"},
+		{"shell over usr", func(j *Job) {
+			j.Tool, j.Mounts[0].Path, j.System = "shell", "/usr/share", &System{ShellPath: "/usr/bin:/bin"}
+		}, "/usr"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

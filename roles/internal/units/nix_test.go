@@ -233,7 +233,12 @@ func TestNixModuleUsesTheUnits(t *testing.T) {
 			t.Errorf("no tmpfiles rule %q", rule)
 		}
 	}
-	if got.Config["sandbox"].(map[string]any)["bwrap"] != "/nix/store/stub-bubblewrap/bin/bwrap" ||
+	sb := got.Config["sandbox"].(map[string]any)
+	if sb["shell_path"] != "/nix/store/stub-boxmaker-shell-tools/bin:/usr/bin:/bin" || sb["wall_time"] != "60s" ||
+		!reflect.DeepEqual(sb["system_paths"], []any{"/nix/store"}) {
+		t.Errorf("config.toml [sandbox]: %v", sb)
+	}
+	if sb["bwrap"] != "/nix/store/stub-bubblewrap/bin/bwrap" ||
 		got.Config["gateway"].(map[string]any)["token_secret"] != "mattermost-bot" {
 		t.Errorf("config.toml: %v", got.Config)
 	}
@@ -265,7 +270,8 @@ let
         allow_users = [ "abcdefghijklmnopqrstuvwxyz" ]; approve_emoji = "+1"; deny_emoji = "-1"; };
       grants = { fetch-docs = "tool = \"consult\"\nsecret = \"consult-api\"\n"; notes = "@grant@";
         bot = "tool = \"consult\"\nsecret = \"mattermost-bot\"\n"; plain = "tool = \"notes_read\"\n"; };
-      settings = { };
+      shellPackages = [ "/nix/store/stub-bash" ];
+      settings = { sandbox.wall_time = "60s"; };
     };
   };
   c = m.config.content;

@@ -41,7 +41,16 @@ in
     mapAttrs = builtins.mapAttrs;
     mapAttrs' = f: s: builtins.listToAttrs (map (n: f n s.${n}) (builtins.attrNames s));
     optionalAttrs = c: s: if c then s else { };
-    recursiveUpdate = a: b: a // b; # shallow, enough for the tests' settings
+    recursiveUpdate =
+      let
+        merge =
+          a: b:
+          a
+          // builtins.mapAttrs (
+            n: v: if builtins.isAttrs v && builtins.isAttrs (a.${n} or null) then merge a.${n} v else v
+          ) b;
+      in
+      merge;
     cleanSource = s: s;
     cleanSourceWith = a: a.src;
     fakeHash = "sha256-AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA=";
@@ -59,6 +68,7 @@ in
     };
     callPackage = _: _: "/nix/store/stub-boxmaker";
     bubblewrap = "/nix/store/stub-bubblewrap";
+    buildEnv = a: "/nix/store/stub-${a.name}";
   };
   buildGoModule = attrs: attrs;
 }
