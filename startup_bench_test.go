@@ -13,7 +13,7 @@ import (
 // trivialJob is a well-formed toolkit job for another tool than the one
 // toolkit is started for: it is read and decoded strictly, and toolkit
 // stops where it would confine itself and run the tool.
-const trivialJob = `{"tool":"shell","arguments":"{}","mounts":[],"limits":{"cpu_seconds":1,"memory_bytes":1,"output_bytes":1,"processes":1,"file_bytes":1},"egress":false,"consult":null}`
+const trivialJob = `{"tool":"shell","arguments":"{}","mounts":[],"limits":{"cpu_seconds":1,"memory_bytes":1,"output_bytes":1,"processes":1,"file_bytes":1},"egress":false,"consult":null,"system":{"paths":[],"shell_path":"/usr/bin:/bin"}}`
 
 // BenchmarkToolkitStart runs the toolkit path of the built binary, as every
 // sandboxed call starts it (`boxmaker toolkit TOOL`, reading one job),
