@@ -10,15 +10,15 @@ import (
 // MaxFrame is the largest frame body, in bytes.
 const MaxFrame = 1 << 20
 
-// headerSize is the big-endian uint32 length before each body.
-const headerSize = 4
+// HeaderSize is the big-endian uint32 length before each body.
+const HeaderSize = 4
 
 // ReadFrame reads one frame and returns its body. A length of 0 or over
 // MaxFrame is a bad_frame error, returned before any of the body is read or
 // allocated. A stream that ends between frames gives io.EOF; one that ends
 // inside a frame gives io.ErrUnexpectedEOF.
 func ReadFrame(r io.Reader) ([]byte, error) {
-	var hdr [headerSize]byte
+	var hdr [HeaderSize]byte
 	if _, err := io.ReadFull(r, hdr[:]); err != nil {
 		return nil, err
 	}
@@ -42,9 +42,9 @@ func WriteFrame(w io.Writer, payload []byte) error {
 	if len(payload) == 0 || len(payload) > MaxFrame {
 		return WireError{Code: BadFrame, Detail: fmt.Sprintf("frame length %d", len(payload))}
 	}
-	buf := make([]byte, headerSize+len(payload))
+	buf := make([]byte, HeaderSize+len(payload))
 	binary.BigEndian.PutUint32(buf, uint32(len(payload)))
-	copy(buf[headerSize:], payload)
+	copy(buf[HeaderSize:], payload)
 	_, err := w.Write(buf)
 	return err
 }

@@ -30,7 +30,7 @@ func TestBadLengthNeverReadsPastHeader(t *testing.T) {
 	for _, name := range []string{"over_max.frame", "huge_length.frame", "zero_length.frame"} {
 		t.Run(name, func(t *testing.T) {
 			raw := readFixture(t, "wire/invalid/"+name)
-			r := &headerOnlyReader{t: t, header: raw[:headerSize]}
+			r := &headerOnlyReader{t: t, header: raw[:HeaderSize]}
 			_, err := ReadFrame(r)
 			if !errors.Is(err, ErrBadFrame) {
 				t.Fatalf("got %v, want bad_frame", err)
@@ -42,7 +42,7 @@ func TestBadLengthNeverReadsPastHeader(t *testing.T) {
 func TestBadLengthAllocatesNoBody(t *testing.T) {
 	for _, name := range []string{"over_max.frame", "huge_length.frame"} {
 		t.Run(name, func(t *testing.T) {
-			header := readFixture(t, "wire/invalid/"+name)[:headerSize]
+			header := readFixture(t, "wire/invalid/"+name)[:HeaderSize]
 			const rounds = 100
 			var before, after runtime.MemStats
 			runtime.GC()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"sync/atomic"
 	"time"
 )
 
@@ -20,7 +21,8 @@ var ErrPeerGone = errors.New("the peer hung up")
 // hangup would go unnoticed until the handler next wrote.
 //
 // The serve loop and the watch never read at the same time: watch is
-// started after a request was read and stopped before the next one is.
+// started after a request was read and stopped before the next one is
+// (watchman.begin and end).
 type connReader struct {
 	conn *net.UnixConn
 	// peekOnly makes the watch peek rather than read, leaving the byte,
@@ -32,6 +34,13 @@ type connReader struct {
 	kept []byte
 	// err is how the stream ended, once the watch saw it end.
 	err error
+
+	// The watch of the request being handled (watchman.go): where it
+	// stands, the handler's cancel, and done, closed when a started watch
+	// has ended.
+	state  atomic.Int32
+	cancel context.CancelCauseFunc
+	done   chan struct{}
 }
 
 // aLongTimeAgo is a read deadline that has passed, which wakes a blocked
@@ -51,32 +60,30 @@ func (cr *connReader) Read(p []byte) (int, error) {
 	return cr.conn.Read(p)
 }
 
-// watch reads the connection in the background until stop is called. If
-// the stream ends or fails, it cancels the handler with ErrPeerGone. If a
-// byte arrives instead, it is the start of the peer's next frame: it is
-// kept for Read (with peekOnly, left in the socket) and the watch ends
-// there, as net/http's does. Peers here
-// take turns (sock.Client holds its lock until the final frame), so that
-// byte only comes from a peer that pipelines, and such a peer could hold a
+// watch reads the connection in the background until stopWatch ends it:
+// the watchman (watchman.go) starts it on its own goroutine once a handler
+// has run for a tick. If the stream ends or fails, it cancels the handler
+// with ErrPeerGone. If a byte arrives instead, it is the start of the
+// peer's next frame: it is kept for Read (with peekOnly, left in the
+// socket) and the watch ends there, as net/http's does. Peers here take
+// turns (sock.Client holds its lock until the final frame), so that byte
+// only comes from a peer that pipelines, and such a peer could hold a
 // request open anyway by simply staying connected.
-//
-// WARNING: stop must return before the next Read, or the two would race
-// for the connection's bytes; Server.answer calls it before it returns.
-// TestPipelinedFrameIsKept and TestPeerHangupCancelsHandler prove it.
-func (cr *connReader) watch(cancel context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := cr.awaitNext(); err != nil && !stopped(err) {
-			cr.err = err
-			cancel(ErrPeerGone)
-		}
-	}()
-	return func() {
-		_ = cr.conn.SetReadDeadline(aLongTimeAgo)
-		<-done
-		_ = cr.conn.SetReadDeadline(time.Time{})
+func (cr *connReader) watch() {
+	defer close(cr.done)
+	if err := cr.awaitNext(); err != nil && !stopped(err) {
+		cr.err = err
+		cr.cancel(ErrPeerGone)
 	}
+}
+
+// stopWatch ends a watch that started: a deadline in the past ends its read
+// at once, or makes the read it is about to begin fail, and the next read
+// gets no deadline again.
+func (cr *connReader) stopWatch() {
+	_ = cr.conn.SetReadDeadline(aLongTimeAgo)
+	<-cr.done
+	_ = cr.conn.SetReadDeadline(time.Time{})
 }
 
 // awaitNext waits for the peer's next byte, keeping it unless peekOnly.

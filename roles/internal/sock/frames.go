@@ -2,6 +2,7 @@ package sock
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -46,6 +47,9 @@ func (fr *frameReader) next(limit time.Duration) (request, error) {
 	if err := fr.awaitFrame(); err != nil {
 		return request{}, err
 	}
+	if fr.buffered() {
+		return fr.read() // nothing left to wait for, so nothing to bound
+	}
 	c := fr.cr.conn
 	if err := c.SetReadDeadline(time.Now().Add(limit)); err != nil {
 		return request{}, err
@@ -58,6 +62,18 @@ func (fr *frameReader) next(limit time.Duration) (request, error) {
 		return req, err
 	}
 	return req, c.SetReadDeadline(time.Time{})
+}
+
+// buffered reports whether the whole of the next frame is in the buffer
+// already, as a frame written in one Write usually is by the time its first
+// byte is seen. Setting and clearing a read deadline costs two timer
+// changes, each of which may wake the network poller.
+func (fr *frameReader) buffered() bool {
+	if fr.buf == nil || fr.buf.Buffered() < wire.HeaderSize {
+		return false
+	}
+	hdr, err := fr.buf.Peek(wire.HeaderSize)
+	return err == nil && fr.buf.Buffered()-wire.HeaderSize >= int(binary.BigEndian.Uint32(hdr))
 }
 
 func (fr *frameReader) awaitFrame() error {

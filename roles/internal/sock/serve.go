@@ -60,6 +60,12 @@ const (
 	// peer that stalls mid-frame would hold. Idle time between frames is
 	// not bounded: a connection waiting for its next request costs little.
 	DefaultFrameTimeout = 10 * time.Second
+	// defaultWatchTick is how long a handler runs before the watchman
+	// watches its connection for a hangup (watchman.go); a hangup then
+	// cancels it within another tick. 1 ms is more than a tool_list or a
+	// denied call takes, and far less than the approvals that wait for
+	// minutes and the sandboxes that run for tens of ms.
+	defaultWatchTick = time.Millisecond
 )
 
 // Server serves one socket: the kinds a client may send on it, who may
@@ -82,6 +88,9 @@ type Server struct {
 	// FrameTimeout bounds the time from a frame's first byte to its last;
 	// a peer that misses it is dropped. Zero means DefaultFrameTimeout.
 	FrameTimeout time.Duration
+
+	// watchTick replaces defaultWatchTick where nonzero, for tests.
+	watchTick time.Duration
 }
 
 func (s *Server) maxConns() int {
@@ -89,6 +98,13 @@ func (s *Server) maxConns() int {
 		return s.MaxConns
 	}
 	return DefaultMaxConns
+}
+
+func (s *Server) tick() time.Duration {
+	if s.watchTick > 0 {
+		return s.watchTick
+	}
+	return defaultWatchTick
 }
 
 func (s *Server) frameTimeout() time.Duration {
@@ -106,8 +122,12 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx) // ends the watchman when Serve returns
+	defer cancel()
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
+	w := newWatchman(s.tick())
+	wg.Go(func() { w.run(ctx) })
 	slots := make(chan struct{}, s.maxConns())
 	for {
 		c, err := ln.AcceptUnix()
@@ -121,7 +141,7 @@ func (s *Server) Serve(ctx context.Context, ln *net.UnixListener) error {
 		case slots <- struct{}{}:
 			wg.Go(func() {
 				defer func() { <-slots }()
-				s.serveConn(ctx, c)
+				s.serveConn(ctx, w, c)
 			})
 		default:
 			wg.Go(func() { s.refuseBusy(ctx, c) })
@@ -140,7 +160,7 @@ func (s *Server) refuseBusy(ctx context.Context, c *net.UnixConn) {
 	refuse(c, 0, wire.Internal, fmt.Sprintf("%s: too many connections (limit %d)", s.Name, s.maxConns()))
 }
 
-func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
+func (s *Server) serveConn(ctx context.Context, w *watchman, c *net.UnixConn) {
 	defer c.Close()
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
@@ -156,7 +176,7 @@ func (s *Server) serveConn(ctx context.Context, c *net.UnixConn) {
 		if !s.admit(c, peer, req, err) {
 			return
 		}
-		if !s.answer(ctx, in.cr, peer, req) {
+		if !s.answer(ctx, w, in.cr, peer, req) {
 			return
 		}
 	}
@@ -213,13 +233,13 @@ const lingerTime = time.Second
 
 // answer runs the handler for req, with a context that ends if the peer
 // hangs up meanwhile, and reports whether the connection stays open.
-func (s *Server) answer(ctx context.Context, cr *connReader, peer Peer, req request) bool {
+func (s *Server) answer(ctx context.Context, w *watchman, cr *connReader, peer Peer, req request) bool {
 	hctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	resp := &response{conn: cr.conn, id: req.ID}
-	stopWatch := cr.watch(cancel)
+	w.begin(cr, cancel)
 	err := s.handle(hctx, peer, req, resp.send)
-	stopWatch()
+	w.end(cr)
 	resp.mu.Lock()
 	defer resp.mu.Unlock()
 	gone := errors.Is(context.Cause(hctx), ErrPeerGone)
