@@ -111,3 +111,16 @@ func BenchmarkRoundTripUnix(b *testing.B) {
 		}
 	}
 }
+
+// toolList is the tool_list_result loopd decodes on every turn: every
+// tool, with its description and its schema as a string.
+func toolList() Envelope {
+	res := ToolListResult{Tools: []ToolSpec{}}
+	for _, t := range Tools() {
+		res.Tools = append(res.Tools, ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.Schema})
+	}
+	return Envelope{ID: 7, Final: true, Msg: res}
+}
+
+func BenchmarkEncodeToolList(b *testing.B) { benchEncode(b, toolList()) }
+func BenchmarkDecodeToolList(b *testing.B) { benchDecode(b, toolList()) }

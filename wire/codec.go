@@ -95,18 +95,6 @@ func decodeValue(dec *jsontext.Decoder, v reflect.Value) error {
 	}
 }
 
-// decodeLeaf hands a scalar to json/v2, which rejects wrong types, floats,
-// exponents, signs and overflow for integers, after refusing null.
-func decodeLeaf(dec *jsontext.Decoder, v reflect.Value) error {
-	if err := refuseNull(dec, v.Type()); err != nil {
-		return err
-	}
-	if err := json.UnmarshalDecode(dec, v.Addr().Interface(), jsonOptions); err != nil {
-		return leafError(err)
-	}
-	return nil
-}
-
 func refuseNull(dec *jsontext.Decoder, t reflect.Type) error {
 	if dec.PeekKind() == 'n' {
 		return badMessage("null at %s where %s is required", pointerOrTop(dec), typeWord(t))
@@ -291,14 +279,38 @@ func writeMember(enc *jsontext.Encoder, name string, value jsontext.Token) error
 	return enc.WriteToken(value)
 }
 
-// newDecoder reads b in place: jsontext parses a bytes.Buffer without copying.
-func newDecoder(b []byte) *jsontext.Decoder {
-	return jsontext.NewDecoder(bytes.NewBuffer(b), jsonOptions)
+// newDecoder reads b in place: jsontext parses a bytes.Buffer without
+// copying. The decoder comes from a pool, as the encoders do: setting one up
+// (its buffers, its name sets, the options) cost more than decoding a small
+// message. release gives it back once nothing read from it is used.
+func newDecoder(b []byte) *pooledDecoder {
+	d := decoders.Get().(*pooledDecoder)
+	d.src = *bytes.NewBuffer(b)
+	d.Reset(&d.src, jsonOptions)
+	return d
 }
+
+// pooledDecoder is a decoder kept between calls with the buffer it reads.
+type pooledDecoder struct {
+	jsontext.Decoder
+	src bytes.Buffer
+}
+
+// release returns d to the pool, letting go of the bytes it read: Reset
+// drops a buffer that aliases a bytes.Buffer's.
+func (d *pooledDecoder) release() {
+	d.src = bytes.Buffer{}
+	d.Reset(&d.src)
+	decoders.Put(d)
+}
+
+var decoders = sync.Pool{New: func() any { return new(pooledDecoder) }}
 
 // decodeTop decodes payload, one complete JSON value and nothing after it, into v.
 func decodeTop(payload []byte, v any) error {
-	dec := newDecoder(payload)
+	d := newDecoder(payload)
+	defer d.release()
+	dec := &d.Decoder
 	if err := decodeValue(dec, reflect.ValueOf(v).Elem()); err != nil {
 		return asBadMessage(err)
 	}

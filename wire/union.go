@@ -97,7 +97,9 @@ func (u *union) decode(dec *jsontext.Decoder, v reflect.Value) error {
 // decodeTagFirst decodes raw in one pass when the tag is its first member,
 // as the canonical encoding writes it. ok is false when it is not.
 func (u *union) decodeTagFirst(raw jsontext.Value) (elem reflect.Value, ok bool, err error) {
-	dec := newDecoder(raw)
+	d := newDecoder(raw)
+	defer d.release()
+	dec := &d.Decoder
 	if _, err := dec.ReadToken(); err != nil {
 		return elem, false, err
 	}
@@ -154,10 +156,11 @@ func (u *union) decodeAnyOrder(raw jsontext.Value) (reflect.Value, error) {
 	}
 	elem := reflect.New(t).Elem()
 	sub := newDecoder(body)
+	defer sub.release()
 	if u.bodyName == "" {
-		err = decodeStruct(sub, elem, u.tagName)
+		err = decodeStruct(&sub.Decoder, elem, u.tagName)
 	} else {
-		err = decodeValue(sub, elem)
+		err = decodeValue(&sub.Decoder, elem)
 	}
 	return elem, err
 }
@@ -166,7 +169,9 @@ func (u *union) decodeAnyOrder(raw jsontext.Value) (reflect.Value, error) {
 // itself for an internal tag (the tag member is skipped later), the body
 // member for an adjacent one.
 func (u *union) split(raw jsontext.Value) (t reflect.Type, body jsontext.Value, err error) {
-	dec := newDecoder(raw)
+	d := newDecoder(raw)
+	defer d.release()
+	dec := &d.Decoder
 	if _, err := dec.ReadToken(); err != nil {
 		return nil, nil, err
 	}
