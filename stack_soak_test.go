@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/wire"
 )
 
@@ -20,7 +21,14 @@ import (
 // open descriptors and resident memory of every role after a warm-up and at
 // the end, and fails when any grew by more than a tenth: a role that leaks
 // per session or per turn fails here long before an owner's ninetieth day.
-// It runs only when BOXMAKER_SOAK is set; it takes minutes.
+// It runs only when BOXMAKER_SOAK is set; it takes about six minutes, four
+// and a half of them waiting for idle roles to collect.
+//
+// Both figures are taken at a quiet moment: the warm-up is a batch of its
+// own, and after each batch the soak waits until every role is idle and
+// has collected its garbage (quietUsage). A baseline taken while 64 turns
+// run counts their connections, sandboxes and buffers, and would hide a
+// leak of that size.
 
 const (
 	soakTurns    = 5000
@@ -35,61 +43,13 @@ func TestSoak(t *testing.T) {
 	}
 	s := startStack(t, nil)
 	roles := []string{"inferproxy", "loopd", "brokerd", "egressd"}
-	sock := filepath.Join(s.home, "run", "bxctl-loopd", "loop.sock")
-	var done, failed atomic.Int64
-	var baseline map[string]usage
-	var once sync.Once
-	sessions := make([]*wire.SessionID, soakSessions)
-	var mu sync.Mutex
-	turns := make(chan int, soakTurns)
-	for i := range soakTurns {
-		turns <- i
-	}
-	close(turns)
+	run := &soakRun{sock: filepath.Join(s.home, "run", "bxctl-loopd", "loop.sock"), sessions: make([]*wire.SessionID, soakSessions)}
 	start := time.Now()
-	var wg sync.WaitGroup
-	for range soakWorkers {
-		wg.Go(func() {
-			c, err := net.Dial("unix", sock)
-			if err != nil {
-				t.Errorf("dial loopd: %v", err)
-				return
-			}
-			defer c.Close()
-			for i := range turns {
-				slot := i % soakSessions
-				mu.Lock()
-				id := sessions[slot]
-				mu.Unlock()
-				msg := "hello"
-				if i%2 == 1 {
-					msg = "read note welcome.md"
-				}
-				got, err := soakTurn(c, uint64(i+1), id, msg)
-				if err != nil {
-					failed.Add(1)
-					t.Errorf("turn %d: %v", i, err)
-					return
-				}
-				if id == nil {
-					mu.Lock()
-					if sessions[slot] == nil {
-						sessions[slot] = &got
-					}
-					mu.Unlock()
-				}
-				if done.Add(1) == soakWarmup {
-					once.Do(func() { baseline = measure(t, s, roles) })
-				}
-			}
-		})
-	}
-	wg.Wait()
-	if failed.Load() > 0 || baseline == nil {
-		t.Fatalf("%d turns failed, %d done", failed.Load(), done.Load())
-	}
-	end := measure(t, s, roles)
-	t.Logf("%d turns over %d sessions, %d at a time, in %v", done.Load(), soakSessions, soakWorkers, time.Since(start).Round(time.Second))
+	run.batch(t, 0, soakWarmup)
+	baseline := quietUsage(t, s, roles)
+	run.batch(t, soakWarmup, soakTurns)
+	end := quietUsage(t, s, roles)
+	t.Logf("%d turns over %d sessions, %d at a time, in %v (%d of them warm-up)", run.done.Load(), soakSessions, soakWorkers, time.Since(start).Round(time.Second), soakWarmup)
 	for _, r := range roles {
 		b, e := baseline[r], end[r]
 		t.Logf("%-10s fds %4d -> %4d   rss %6d -> %6d KiB", r, b.fds, e.fds, b.rssKiB, e.rssKiB)
@@ -97,6 +57,75 @@ func TestSoak(t *testing.T) {
 			t.Errorf("%s grew by more than a tenth after the warm-up", r)
 		}
 	}
+}
+
+// soakRun is the soak's turns and the sessions they made.
+type soakRun struct {
+	sock     string
+	mu       sync.Mutex
+	sessions []*wire.SessionID // a turn's slot, once its first turn made it
+	done     atomic.Int64
+}
+
+// batch runs turns from up to to, soakWorkers at a time, each worker on
+// its own connection, and returns when all have ended; the test fails if
+// any did not end well.
+func (r *soakRun) batch(t *testing.T, from, to int) {
+	turns := make(chan int, to-from)
+	for i := from; i < to; i++ {
+		turns <- i
+	}
+	close(turns)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	for range soakWorkers {
+		wg.Go(func() {
+			c, err := net.Dial("unix", r.sock)
+			if err != nil {
+				t.Errorf("dial loopd: %v", err)
+				failed.Add(1)
+				return
+			}
+			defer c.Close()
+			for i := range turns {
+				if err := r.turn(c, i); err != nil {
+					failed.Add(1)
+					t.Errorf("turn %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed.Load() > 0 {
+		t.Fatalf("%d turns failed, %d done", failed.Load(), r.done.Load())
+	}
+}
+
+// turn runs turn i in its session (every second one reads a note),
+// starting the session if it is the slot's first turn.
+func (r *soakRun) turn(c net.Conn, i int) error {
+	slot := i % soakSessions
+	r.mu.Lock()
+	id := r.sessions[slot]
+	r.mu.Unlock()
+	msg := "hello"
+	if i%2 == 1 {
+		msg = "read note welcome.md"
+	}
+	got, err := soakTurn(c, uint64(i+1), id, msg)
+	if err != nil {
+		return err
+	}
+	if id == nil {
+		r.mu.Lock()
+		if r.sessions[slot] == nil {
+			r.sessions[slot] = &got
+		}
+		r.mu.Unlock()
+	}
+	r.done.Add(1)
+	return nil
 }
 
 // soakTurn sends one message on c and reads the turn to its end.
@@ -124,25 +153,94 @@ func soakTurn(c net.Conn, id uint64, session *wire.SessionID, content string) (w
 
 type usage struct{ fds, rssKiB int }
 
-// measure reads each role's open descriptors and resident memory.
-func measure(t *testing.T, s *stack, roles []string) map[string]usage {
-	out := map[string]usage{}
+// quietUsage waits until every role is idle and its garbage collected,
+// then measures each. Idle is a second in which no role used a tick of CPU
+// time (10 ms) or opened or closed a descriptor; idle roles still run
+// timers, which use far less. Collected: a Go process keeps the heap it
+// grew under load until its next collection, which an idle one runs only
+// after two minutes (the runtime's forced period), and RSS taken before it
+// varied by a quarter between runs of the same soak. So after the roles
+// went idle the soak waits out that period, then until every RSS has held
+// still for two seconds (the scavenger has returned the freed pages).
+func quietUsage(t *testing.T, s *stack, roles []string) map[string]usage {
+	t.Helper()
+	pids := map[string]int{}
 	for _, r := range roles {
-		pid := s.pidOf(r)
-		if pid == 0 {
+		if pids[r] = s.pidOf(r); pids[r] == 0 {
 			t.Fatalf("%s is not running\n%s", r, s.log)
 		}
-		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
-		u := usage{fds: len(fds)}
-		status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-		for _, line := range strings.Split(string(status), "\n") {
-			if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-				u.rssKiB, _ = strconv.Atoi(strings.Fields(rest)[0])
-			}
-		}
-		out[r] = u
+	}
+	idle := awaitStill(t, pids, time.Second, false)
+	t.Logf("the roles are idle; waiting %v for their idle collection", idleCollection)
+	poll.Within(t, idleCollection+time.Minute, "the idle collection", func() bool { return time.Since(idle) >= idleCollection })
+	awaitStill(t, pids, 2*time.Second, true)
+	out := map[string]usage{}
+	for r, pid := range pids {
+		out[r] = usage{fds: fdCount(pid), rssKiB: rssKiB(pid)}
 	}
 	return out
+}
+
+// idleCollection is how long an idle Go process waits before it collects
+// its garbage (forcegcperiod, two minutes), and a little more.
+const idleCollection = 2*time.Minute + 10*time.Second
+
+// awaitStill waits until, for span, no role used more than a tick of CPU
+// time or changed its descriptor count (nor, with rss, its resident
+// memory), and returns when that span began.
+func awaitStill(t *testing.T, pids map[string]int, span time.Duration, rss bool) time.Time {
+	t.Helper()
+	sample := func() map[string][3]int {
+		m := map[string][3]int{}
+		for r, pid := range pids {
+			m[r] = [3]int{cpuTicks(t, pid), fdCount(pid)}
+			if rss {
+				m[r] = [3]int{m[r][0], m[r][1], rssKiB(pid)}
+			}
+		}
+		return m
+	}
+	last, since := sample(), time.Now()
+	poll.Within(t, time.Minute, fmt.Sprintf("every role to hold still for %v", span), func() bool {
+		now := sample()
+		for r := range pids {
+			if now[r][1] != last[r][1] || now[r][2] != last[r][2] || now[r][0] > last[r][0]+1 {
+				last, since = now, time.Now()
+				return false
+			}
+		}
+		return time.Since(since) >= span
+	})
+	return since
+}
+
+func fdCount(pid int) int {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	return len(fds)
+}
+
+// rssKiB is pid's resident memory (VmRSS).
+func rssKiB(pid int) int {
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kib, _ := strconv.Atoi(strings.Fields(rest)[0])
+			return kib
+		}
+	}
+	return 0
+}
+
+// cpuTicks is the user and system CPU time pid has used, in clock ticks.
+func cpuTicks(t *testing.T, pid int) int {
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatalf("pid %d: %v", pid, err)
+	}
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+1:]))
+	utime, _ := strconv.Atoi(f[11])
+	stime, _ := strconv.Atoi(f[12])
+	return utime + stime
 }
 
 // grew reports whether after is more than a tenth above before, beyond a
