@@ -74,5 +74,5 @@ vendor-hash: ## set nix/package.nix's vendorHash from go mod vendor, hashed by n
 clean: ## remove bin/
 	rm -rf bin
 
-soak: ## the soak: 5,000 turns with tool calls over 500 sessions, 64 at a time; fails if a role's fds or RSS grow past a tenth
+soak: ## the soak: 5,000 turns with tool calls over 500 sessions, 64 at a time; fails if a role's fds or RSS, taken when idle, grow past a tenth (about 6 min)
 	BOXMAKER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -v -timeout 20m .
