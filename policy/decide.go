@@ -2,6 +2,7 @@ package policy
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 
 	"boxmaker/wire"
@@ -87,7 +88,7 @@ func (d *Decision) candidates(grants []Grant) []Grant {
 	d.args = args
 	subject := newSubject(args.Subject())
 	var candidates []Grant
-	for _, g := range sortedForTool(grants, tool.Name) {
+	for g := range sortedForTool(grants, tool.Name) {
 		matched, why := g.matcher.match(subject)
 		if matched {
 			candidates = append(candidates, g)
@@ -101,25 +102,27 @@ func (d *Decision) candidates(grants []Grant) []Grant {
 
 // sortedForTool returns the grants for tool in id order. Grants usually come
 // from LoadDir or Dir, already in id order, and brokerd decides over all of
-// them on every call, so the copy is made once at its size and a sorted list
-// is not sorted again.
-func sortedForTool(grants []Grant, tool string) []Grant {
-	n := 0
-	for i := range grants {
-		if !grants[i].IsZero() && grants[i].tool.Name == tool {
-			n++
+// them on every call: then they are read in place, without a copy of each
+// grant for the tool; otherwise the tool's grants are copied and sorted.
+func sortedForTool(grants []Grant, tool string) iter.Seq[Grant] {
+	forTool := func(g *Grant) bool { return !g.IsZero() && g.tool.Name == tool }
+	if !slices.IsSortedFunc(grants, byID) {
+		var mine []Grant
+		for i := range grants {
+			if forTool(&grants[i]) {
+				mine = append(mine, grants[i])
+			}
 		}
-	}
-	mine := make([]Grant, 0, n)
-	for i := range grants {
-		if !grants[i].IsZero() && grants[i].tool.Name == tool {
-			mine = append(mine, grants[i])
-		}
-	}
-	if !slices.IsSortedFunc(mine, byID) {
 		sortByID(mine)
+		grants = mine
 	}
-	return mine
+	return func(yield func(Grant) bool) {
+		for i := range grants {
+			if forTool(&grants[i]) && !yield(grants[i]) {
+				return
+			}
+		}
+	}
 }
 
 // dropExpired is step 3.

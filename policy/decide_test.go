@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -258,5 +259,29 @@ func TestExplainNamesEachStep(t *testing.T) {
 	d, _ = Decide(grants, Request{Tool: "shell", Arguments: `{"command":"ls"}`, Taint: wire.Private, Now: t0})
 	if s := explanation(d); !strings.Contains(s, "step 1: shell-git: not a candidate: no pattern matches the whole command") {
 		t.Errorf("explanation lacks the pattern miss:\n%s", s)
+	}
+}
+
+// Grants need not come in id order: the fixture cases decide the same, with
+// the same explanation, over the grants reversed as over them in order.
+func TestDecideTakesGrantsInAnyOrder(t *testing.T) {
+	grants := loadValid(t)
+	reversed := slices.Clone(grants)
+	slices.Reverse(reversed)
+	now, cases := readPolicyCases(t)
+	for _, c := range cases {
+		taint, err := wire.ParseDataClass(c.Taint)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req := Request{Tool: c.Tool, Arguments: c.Arguments, Taint: taint, Now: now}
+		inOrder, err1 := Decide(grants, req)
+		anyOrder, err2 := Decide(reversed, req)
+		g1, _ := inOrder.Grant()
+		g2, _ := anyOrder.Grant()
+		same := inOrder.Outcome() == anyOrder.Outcome() && g1.ID() == g2.ID() && inOrder.Reason() == anyOrder.Reason()
+		if err1 != nil || err2 != nil || !same || explanation(inOrder) != explanation(anyOrder) {
+			t.Errorf("%s: in id order\n%s(%v)\nreversed\n%s(%v)", c.Name, explanation(inOrder), err1, explanation(anyOrder), err2)
+		}
 	}
 }

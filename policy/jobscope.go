@@ -40,9 +40,19 @@ func (g Grant) AppliesInJob(job string) bool {
 // of job ("" for a session that is no job's): what brokerd hands to Decide,
 // and to Grant.UsableIn for tool_list. The choice of grants is the only
 // thing a job changes; taint, untrusted and ask work as in any session.
+// When every grant applies, as in any session while no grant names a job,
+// the result is grants itself rather than a copy (brokerd decides over a
+// thousand grants on every call, and the copy was most of its garbage), so
+// neither the caller nor the result may be changed in place; Dir.Load's
+// grants are shared the same way.
 func GrantsForJob(grants []Grant, job string) []Grant {
-	var out []Grant
-	for _, g := range grants {
+	first := slices.IndexFunc(grants, func(g Grant) bool { return !g.AppliesInJob(job) })
+	if first < 0 {
+		return grants
+	}
+	out := make([]Grant, first, len(grants)-1)
+	copy(out, grants[:first])
+	for _, g := range grants[first+1:] {
 		if g.AppliesInJob(job) {
 			out = append(out, g)
 		}
