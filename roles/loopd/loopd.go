@@ -48,7 +48,7 @@ type loopd struct {
 	log    *log.Logger
 	clock  func() time.Time
 	infer  *inferClient
-	broker string // broker.sock, dialled per turn
+	broker *brokerConns // broker.sock, dialled per turn and bounded
 	store  *store
 
 	sched      *scheduler  // scheduled jobs (scheduler.go)
@@ -96,7 +96,7 @@ func start(opts Options) (*loopd, error) {
 	l := &loopd{
 		cfg: cfg.Loop, paths: opts.Paths, log: opts.Log, clock: opts.Clock, store: st,
 		infer:  newInferClient(socketPath(opts.Paths, "loopd", "inferproxy")),
-		broker: socketPath(opts.Paths, "loopd", "brokerd"),
+		broker: newBrokerConns(socketPath(opts.Paths, "loopd", "brokerd"), cfg.Broker.MaxConnections),
 	}
 	l.sched, l.deliveries = newScheduler(l, opts.JobTick), newDeliveries(opts.Log.Printf)
 	return l, nil
@@ -127,7 +127,7 @@ func (l *loopd) serve(ctx context.Context) error {
 	for i := range srvs {
 		wg.Go(func() { errs[i] = srvs[i].Serve(ctx, lns[i]) })
 	}
-	l.log.Printf("serving %d sockets; the model at %s, brokerd at %s", len(srvs), socketPath(l.paths, "loopd", "inferproxy"), l.broker)
+	l.log.Printf("serving %d sockets; the model at %s, brokerd at %s", len(srvs), socketPath(l.paths, "loopd", "inferproxy"), l.broker.path)
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"boxmaker/policy"
-	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
 
@@ -221,7 +220,7 @@ func (s *scheduler) setFresh(v bool) bool {
 
 // brokerCall sends one request to brokerd on a connection of its own.
 func (l *loopd) brokerCall(ctx context.Context, m wire.Message) (wire.Message, error) {
-	c, err := sock.Dial(l.broker)
+	c, err := l.broker.dial(ctx)
 	if err != nil {
 		return nil, err
 	}

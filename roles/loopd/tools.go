@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
 
@@ -101,8 +100,8 @@ func (t *turn) askBroker(ctx context.Context, req wire.ToolRequest) (wire.Messag
 }
 
 // dialBroker connects to brokerd, waiting a little for one that restarts.
-func (l *loopd) dialBroker(ctx context.Context) (*sock.Client, error) {
-	return redial(ctx, func(context.Context) (*sock.Client, error) { return sock.Dial(l.broker) })
+func (l *loopd) dialBroker(ctx context.Context) (*brokerConn, error) {
+	return l.broker.dial(ctx)
 }
 
 func (t *turn) closeBroker() {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
 
@@ -64,7 +63,7 @@ type turn struct {
 	st      *epochState
 	ev      *events
 	pending []wire.LogRecord
-	broker  *sock.Client
+	broker  *brokerConn
 	// dirty says the log and memory may disagree (an assistant's calls are
 	// written but not all their results, or a write failed), so a failed
 	// turn makes the session rebuild from its log.
