@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"boxmaker/roles/internal/nofollow"
 	"boxmaker/wire"
 
 	"golang.org/x/sys/unix"
@@ -33,8 +34,11 @@ var errWalkLimit = errors.New("over brokerd's walk limits")
 // never outside the descriptor it is resolved from.
 var beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS
 
+// openBeneath goes through nofollow, not openat2 itself: under systemd,
+// brokerd's RestrictSUIDSGID= makes openat2 fail with ENOSYS, and nofollow
+// then walks the path with the same guarantees.
 func openBeneath(dirfd int, name string, flags int) (int, error) {
-	return unix.Openat2(dirfd, name, &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: uint64(beneath)})
+	return nofollow.Open(dirfd, name, &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC | unix.O_NOFOLLOW), Resolve: uint64(beneath)})
 }
 
 // openMemory opens memory/ itself, by its real path (the parts above it

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"boxmaker/roles/internal/nofollow"
+
 	"golang.org/x/sys/unix"
 )
 
@@ -43,10 +45,12 @@ func within(dir, path string) bool {
 // a component swapped for a symlink after Resolve (by a concurrent tool
 // writing notes) fails here instead of being followed by bwrap. The files
 // are O_PATH: bwrap can mount them, and closes them before the tool runs.
+// nofollow keeps this working where systemd's RestrictSUIDSGID= makes
+// openat2 itself fail with ENOSYS (brokerd's unit).
 func openMounts(mounts []Mount) ([]*os.File, error) {
 	var files []*os.File
 	for _, m := range mounts {
-		fd, err := unix.Openat2(unix.AT_FDCWD, m.Host, &unix.OpenHow{
+		fd, err := nofollow.Open(unix.AT_FDCWD, m.Host, &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_CLOEXEC,
 			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
