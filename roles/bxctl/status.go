@@ -21,13 +21,13 @@ import (
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "status",
-		Usage:  "show each role: running or not, pid, uid, socket",
+		Usage:  "show each role: running or not, pid, uid, socket (from boxmaker up, else from systemd's units)",
 		Flags:  homeFlags(),
 		Action: status,
 	}
 }
 
-func status(_ context.Context, cmd *cli.Command) error {
+func status(ctx context.Context, cmd *cli.Command) error {
 	paths, err := pathsOf(cmd)
 	if err != nil {
 		return err
@@ -47,6 +47,14 @@ func status(_ context.Context, cmd *cli.Command) error {
 	out := cmd.Root().Writer
 	up := st.Supervisor != 0 && alive(st.Supervisor)
 	if !up {
+		if all, err := systemdUnits(ctx); err == nil && anyServes(all, paths.Home) {
+			if down := unitsStatus(out, paths, all); down > 0 {
+				return fmt.Errorf("status: %d roles not running", down)
+			}
+			return nil
+		}
+	}
+	if !up {
 		fmt.Fprintf(out, "boxmaker is not up in %s\n", paths.Home)
 	} else {
 		fmt.Fprintf(out, "boxmaker is up in %s (supervisor pid %d)\n", paths.Home, st.Supervisor)
@@ -56,6 +64,17 @@ func status(_ context.Context, cmd *cli.Command) error {
 		return fmt.Errorf("status: %d roles not running", down)
 	}
 	return nil
+}
+
+// anyServes reports whether any boxmaker unit systemd knows runs its role
+// for home: then the home is systemd's, not up's.
+func anyServes(all map[string]unit, home string) bool {
+	for _, u := range all {
+		if u.servesHome(home) {
+			return true
+		}
+	}
+	return false
 }
 
 // statusTable prints one line per daemon, then why each one that is not
