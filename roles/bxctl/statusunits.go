@@ -134,6 +134,10 @@ func unitLine(role string, u unit, paths config.Paths) roleLine {
 	default:
 		l.state = active + "/" + sub
 	}
+	if active == "inactive" && u["Result"] == "success" {
+		l.why = fmt.Sprintf("%s stopped: systemctl start %s starts every role", role, units.Target)
+		return l
+	}
 	l.why = fmt.Sprintf("%s %s (result %s, exit status %s, %s restarts): journalctl -u %s says why",
 		role, l.state, termtext.Line(orDash(u["Result"])), termtext.Line(orDash(u["ExecMainStatus"])),
 		termtext.Line(orDash(u["NRestarts"])), units.UnitName(role))

@@ -37,6 +37,11 @@ func unitBlock(role, home, active, sub string, pid int) string {
 		map[bool]int{true: 0, false: 1}[active == "active"], map[bool]int{true: 0, false: 5}[active == "active"], role, role, home)
 }
 
+// stoppedBlock is a unit stopped cleanly (systemctl stop).
+func stoppedBlock(role, home string) string {
+	return strings.Replace(unitBlock(role, home, "inactive", "dead", 0), "Result=exit-code", "Result=success", 1)
+}
+
 func targetBlock(active string) string {
 	return "Id=boxmaker.target\nLoadState=loaded\nActiveState=" + active + "\nSubState=" + active + "\n"
 }
@@ -79,10 +84,10 @@ func TestStatusUnderSystemd(t *testing.T) {
 	listenAll(t, paths)
 	me := os.Getpid()
 	args := fakeSystemctl(t, targetBlock("active"), unitBlock("egressd", home, "active", "running", me),
-		unitBlock("inferproxy", home, "active", "running", me), notFound("gatewayd"),
+		stoppedBlock("inferproxy", home), notFound("gatewayd"),
 		unitBlock("brokerd", home, "failed", "failed", 0), unitBlock("loopd", home, "active", "running", me))
 	code, out, errOut := run(t, "status", "--home", home)
-	if code != 1 || !strings.Contains(errOut, "1 roles not running") {
+	if code != 1 || !strings.Contains(errOut, "2 roles not running") {
 		t.Errorf("status: %d %s", code, errOut)
 	}
 	uid := fmt.Sprint(os.Getuid())
@@ -90,6 +95,7 @@ func TestStatusUnderSystemd(t *testing.T) {
 		"boxmaker runs under systemd in " + home + " (boxmaker.target: active)",
 		fmt.Sprintf("\negressd     running  %d  %s    %s", me, uid, filepath.Join(home, "run", "brokerd-egressd")),
 		"\ngatewayd    no unit  -", "\nbrokerd     failed   -",
+		"\ninferproxy  stopped  -", "inferproxy stopped: systemctl start boxmaker.target starts every role",
 		"brokerd failed (result exit-code, exit status 1, 5 restarts): journalctl -u boxmaker-brokerd.service says why",
 	} {
 		if !strings.Contains(out, want) {

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"net/url"
 	"strings"
+
+	"boxmaker/roles/internal/config"
 )
 
 // header starts every generated unit, so that nobody edits one by hand and
@@ -58,6 +60,12 @@ type AddressFilter struct {
 // (it would also have to reach a resolver), and the port is never limited.
 // nix/units.nix computes the same; TestNixUnitsMatchInstall compares.
 func UpstreamFilter(upstream string) AddressFilter {
+	if upstream == config.ScriptedUpstream {
+		// inferproxy serves the scripted model itself, on 127.0.0.1, and
+		// connects to it: loopback is all it may reach.
+		return AddressFilter{Allow: "localhost", Deny: true,
+			Note: "[infer] upstream is the scripted model: replies come from a script, not a language model; inferproxy may reach loopback only"}
+	}
 	if upstream == "" {
 		return AddressFilter{Deny: true, Note: "no [infer] upstream is set: inferproxy may reach no address until it is set and install runs again"}
 	}

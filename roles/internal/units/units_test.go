@@ -139,6 +139,7 @@ func TestUnitUpstreamFilter(t *testing.T) {
 		{"http://10.0.0.5:8080", "10.0.0.5", "any"},
 		{"http://[fd00::5]:8080/v1", "fd00::5", "any"},
 		{"http://localhost:8080", "localhost", "any"},
+		{"scripted:", "localhost", "any"}, // inferproxy's own double, on 127.0.0.1
 		{"http://straylight.example:8080", "", ""},
 		{"", "", "any"},
 		{"10.0.0.5:8080", "", "any"},
