@@ -17,7 +17,7 @@ VULNDB ?= https://vuln.go.dev
 
 # audit/ is a directory of the source tree: without .PHONY, make thinks
 # the audit target is up to date.
-.PHONY: soak help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
+.PHONY: systemd-check deploy soak help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -76,3 +76,10 @@ clean: ## remove bin/
 
 soak: ## the soak: 5,000 turns with tool calls over 500 sessions, 64 at a time; fails if a role's fds or RSS, taken when idle, grow past a tenth (about 6 min)
 	BOXMAKER_SOAK=1 $(GO) test -run '^TestSoak$$' -count=1 -v -timeout 20m .
+
+systemd-check: build ## boot Debian 12 under systemd-nspawn, install bin/boxmaker with install --systemd, check it as the owner would (root)
+	bash scripts/systemd-check.sh $(OUT)
+
+deploy: build ## HOST=[user@]host [SSH_OPTS=...]: copy bin/boxmaker, install --systemd, restart, fail unless every role runs
+	@test -n "$(HOST)" || { echo "make deploy HOST=[user@]host (SSH_OPTS=\"-o Port=N -i KEY\" for ssh and scp)"; exit 2; }
+	SSH_OPTS="$(SSH_OPTS)" sh scripts/deploy.sh $(OUT) $(HOST)

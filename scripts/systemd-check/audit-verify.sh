@@ -1,0 +1,3 @@
+# The audit chain of every call above verifies.
+. /mnt/check/inside/lib.sh
+boxmaker audit verify
