@@ -50,6 +50,8 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 	switch {
 	case how.Mode != 0 && !creates && how.Flags&unix.O_TMPFILE != unix.O_TMPFILE:
 		return -1, unix.EINVAL // as openat2: a mode without a file to make
+	case len(name) >= unix.PathMax:
+		return -1, unix.ENAMETOOLONG
 	case name == "":
 		return -1, unix.ENOENT
 	}
@@ -89,11 +91,12 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 
 // components splits name into the directories to walk through and the last
 // component ("." when name names its start), and says whether name ends in
-// "/". An empty or "." component is skipped, as the kernel does; ".." is
-// refused.
+// "/" or "/.". An empty or "." component is skipped, as the kernel does;
+// ".." is refused.
 func components(name string) (dirs []string, last string, trailing bool, err error) {
 	var parts []string
-	for _, p := range strings.Split(name, "/") {
+	raw := strings.Split(name, "/")
+	for _, p := range raw {
 		switch p {
 		case "", ".":
 			continue
@@ -105,7 +108,9 @@ func components(name string) (dirs []string, last string, trailing bool, err err
 	if len(parts) == 0 {
 		return nil, ".", false, nil
 	}
-	return parts[:len(parts)-1], parts[len(parts)-1], strings.HasSuffix(name, "/"), nil
+	// "a/" and "a/." name a directory, as the kernel reads them.
+	end := raw[len(raw)-1]
+	return parts[:len(parts)-1], parts[len(parts)-1], end == "" || end == ".", nil
 }
 
 // openDir opens the directory name in dir without following a link, and

@@ -14,7 +14,7 @@ import (
 
 // tree makes the directory the cases open names in, with a link of every
 // kind a sandbox could plant: inside, outside, to a directory, dangling.
-func tree(t *testing.T) string {
+func tree(t testing.TB) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "root")
 	for _, d := range []string{"dir/sub", "../outside"} {
