@@ -74,9 +74,9 @@ func walk(dirfd int, name string, how *unix.OpenHow) (int, error) {
 		last = "."
 	}
 	for i, d := range dirs {
-		if trailing && creates && i == len(dirs)-1 {
+		if trailing && creates && i == len(dirs)-1 && strings.HasSuffix(name, "/") {
 			closeOwned(cur, dirfd)
-			return -1, unix.EISDIR // as openat2: "a/" cannot be made
+			return -1, unix.EISDIR // as openat2: "a/" cannot be made ("a/." is walked, then ".")
 		}
 		next, err := openDir(cur, d)
 		closeOwned(cur, dirfd)

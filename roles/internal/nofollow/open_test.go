@@ -43,7 +43,7 @@ func tree(t testing.TB) string {
 var names = []string{
 	"file", "dir/file", "dir/sub/deep", "./file", "dir//file", "dir/./sub/deep", ".", "dir", "dir/", "dir/sub/",
 	"link-in", "link-out", "link-abs", "dirlink", "dirlink/", "dirlink/file", "dir/up/file", "dir/up", "dangling",
-	"missing", "dir/missing/x", "file/x", "file/", "",
+	"missing", "dir/missing/x", "file/x", "file/", "file/.", "dir/.", "dirlink/.", "",
 	"../outside/secret", "dir/../file", "/etc/passwd", "@/file", "@/dirlink/file", "/proc/self/root@/file", "/proc/self/cwd/file",
 }
 
