@@ -44,7 +44,8 @@ func TestActivityStartsItsOwnLine(t *testing.T) {
 }
 
 // TestBannerNamesTheScriptedModel: chat's first line says the scripted
-// model answers when the home's boxmaker up says so in run/up.json.
+// model answers when the home's boxmaker up says so in run/up.json, or,
+// without up, when config.toml's upstream is the scripted one.
 func TestBannerNamesTheScriptedModel(t *testing.T) {
 	paths, err := config.Resolve(t.TempDir(), "")
 	if err != nil {
@@ -52,6 +53,15 @@ func TestBannerNamesTheScriptedModel(t *testing.T) {
 	}
 	if scriptedModel(paths) {
 		t.Error("a home without up.json has the scripted model")
+	}
+	// Under systemd there is no up.json: config.toml says.
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	os.MkdirAll(filepath.Dir(paths.Config), 0o755)
+	if err := os.WriteFile(paths.Config, []byte("[infer]\nupstream = \"scripted:\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if !scriptedModel(paths) {
+		t.Error("a home whose config.toml names the scripted upstream, without up.json, has no scripted model")
 	}
 	os.MkdirAll(filepath.Dir(upStatePath(paths)), 0o755)
 	for _, scripted := range []bool{true, false} {

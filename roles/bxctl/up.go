@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"syscall"
@@ -266,12 +267,16 @@ func prepareHome(paths config.Paths) error {
 
 func upStatePath(paths config.Paths) string { return paths.Join("run", "up.json") }
 
-// scriptedModel reports whether the boxmaker up serving the home answers
-// with the scripted model, as its run/up.json says. Without the file (no
-// up: systemd, which never runs the scripted model) it is false.
+// scriptedModel reports whether inferproxy answers with the scripted model:
+// as the home's boxmaker up says in run/up.json, or, without the file
+// (systemd runs the roles), as config.toml's [infer] upstream says.
 func scriptedModel(paths config.Paths) bool {
 	var st upState
 	data, err := os.ReadFile(upStatePath(paths))
+	if errors.Is(err, fs.ErrNotExist) {
+		cfg, err := config.Load(paths.Config)
+		return err == nil && cfg.Infer.Upstream == config.ScriptedUpstream
+	}
 	return err == nil && wire.Unmarshal(data, &st) == nil && st.ScriptedModel
 }
 
