@@ -47,10 +47,17 @@ cannot_all() {
 
 # ---- the tools and the root file system ------------------------------------
 
-if ! command -v debootstrap >/dev/null || ! command -v systemd-nspawn >/dev/null; then
-	echo "systemd-check: installing debootstrap and systemd-container with apt-get"
-	{ apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q debootstrap systemd-container; } >/tmp/systemd-check-apt.log 2>&1 ||
-		cannot_all "apt-get could not install debootstrap systemd-container: $(tail -n 1 /tmp/systemd-check-apt.log)"
+# The commands this needs on the machine, by the Debian package that has it.
+missing=
+for need in debootstrap:debootstrap systemd-nspawn:systemd-container nsenter:util-linux pgrep:procps \
+	ss:iproute2 ssh:openssh-client scp:openssh-client ssh-keygen:openssh-client; do
+	command -v "${need%%:*}" >/dev/null || missing="$missing ${need#*:}"
+done
+if [ -n "$missing" ]; then
+	echo "systemd-check: installing$missing with apt-get"
+	# shellcheck disable=SC2086 # a list of packages
+	mkdir -p "$cache" && { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $missing; } >"$cache/apt.log" 2>&1 ||
+		cannot_all "apt-get could not install$missing: $(tail -n 1 "$cache/apt.log")"
 fi
 
 # mirror is the Debian archive apt uses here: the first URI (deb822
