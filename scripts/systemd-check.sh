@@ -14,7 +14,7 @@ bin=$(realpath "${1:-bin/boxmaker}")
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cache=${BOXMAKER_CHECK_CACHE:-/var/cache/boxmaker-systemd-check}
 suite=bookworm
-packages=systemd,systemd-sysv,dbus,bubblewrap,openssh-server
+packages=systemd,systemd-sysv,dbus,bubblewrap,openssh-server,sudo
 rootfs=$cache/rootfs-$suite
 started=$(date +%s)
 passed=0 failed=0 cannot=0
@@ -179,16 +179,17 @@ done
 port=${BOXMAKER_CHECK_SSH_PORT:-22022}
 while ss -Hltn "sport = :$port" | grep -q .; do port=$((port + 1)); done
 ssh-keygen -q -t ed25519 -N '' -f "$work/key" -C systemd-check
+# deploy USER runs make deploy's script as USER@ the container.
 deploy() {
 	SSH_OPTS="-o Port=$port -i $work/key -o StrictHostKeyChecking=no -o UserKnownHostsFile=$work/known_hosts -o LogLevel=ERROR" \
-		sh "$repo/scripts/deploy.sh" "$bin" root@127.0.0.1 2>&1
+		sh "$repo/scripts/deploy.sh" "$bin" "$1@127.0.0.1" 2>&1
 }
 if ! C sh /mnt/check/inside/deploy-target.sh "$port" "$(cat "$work/key.pub")" >"$work/sshd.log" 2>&1; then
 	cannot deploy-over-ssh "sshd did not start in the container: $(tail -n 1 "$work/sshd.log")"
 	cannot deploy-to-nixos "sshd did not start in the container"
 	finish
 fi
-if out=$(deploy); then
+if out=$(deploy deployer); then
 	pass deploy-over-ssh
 else
 	fail deploy-over-ssh "$(echo "$out" | tail -n 1)"
@@ -197,7 +198,7 @@ echo "$out" | sed 's/^/    /'
 # The same host, calling itself NixOS: deploy must leave it alone and point
 # to the module.
 C touch /etc/NIXOS
-if out=$(deploy); then
+if out=$(deploy root); then
 	fail deploy-to-nixos "deploy went ahead on a NixOS host"
 elif echo "$out" | grep -q 'services.boxmaker = {'; then
 	pass deploy-to-nixos
