@@ -22,7 +22,7 @@ if [ "$dir" = NIXOS ]; then
 deploy: $host runs NixOS: boxmaker is deployed there by its NixOS module, not by install.
 Add to the host's configuration (docs/deploy.md, "NixOS"):
 
-  imports = [ /path/to/boxmaker/nix/module.nix ];
+  imports = [ /path/to/boxmaker/nix/module.nix ];   # or the flake's nixosModules.default
   services.boxmaker = {
     enable = true;
     upstream = "http://127.0.0.1:8080";   # the llama-server
