@@ -75,11 +75,13 @@ let
   # inferproxy's address filter, as UpstreamFilter in
   # roles/internal/units/render.go computes it: the upstream's IP literal (or
   # localhost) alone; nothing when there is no usable upstream; no filter at
-  # all when the upstream is a name, since systemd filters addresses only.
+  # all when the upstream is a name, since systemd filters addresses only;
+  # loopback alone for the scripted model inferproxy serves itself.
   octet = "(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])";
   ipv4 = "${octet}[.]${octet}[.]${octet}[.]${octet}";
+  scripted = upstream == "scripted:"; # inferproxy's own scripted model, on 127.0.0.1
   parts =
-    if upstream == null || upstream == "" then
+    if upstream == null || upstream == "" || scripted then
       null
     else
       builtins.match "[a-zA-Z][a-zA-Z0-9+.-]*://([^/?#@]*@)?([[]([^]/?#]*)[]]|([^]/?#:[]*))(:[0-9]*)?([/?#].*)?" upstream;
@@ -99,7 +101,9 @@ let
     IPAddressDeny = "any";
   };
   filter =
-    if host == null || host == "" then
+    if scripted then
+      allowOnly "localhost"
+    else if host == null || host == "" then
       denyAll
     else if host == "localhost" then
       allowOnly host
@@ -110,7 +114,11 @@ let
     else
       { };
   warnings =
-    if filter == { } then
+    if scripted then
+      [
+        "boxmaker: services.boxmaker.upstream is the scripted model: replies come from a script, not a language model; inferproxy may reach loopback only"
+      ]
+    else if filter == { } then
       [
         "boxmaker: upstream host ${host} is a name: systemd filters addresses, not names, so inferproxy's unit has no address filter; give services.boxmaker.upstream an IP address to get one"
       ]

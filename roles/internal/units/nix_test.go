@@ -149,6 +149,7 @@ func TestNixUnitsMatchInstall(t *testing.T) {
 	for _, s := range []Site{
 		NewSite(layout, "http://10.0.0.5:8080", "mattermost-bot"),
 		NewSite(layout, "http://[fd00::5]:8080/", ""),
+		NewSite(layout, "scripted:", ""),
 		withGrants(NewSite(layout, "http://localhost:8080", "bot"), "consult-api", "bot", "search-key", "consult-api"),
 		withGrants(NewSite(layout, "http://straylight.example:8080", ""), "consult-api"),
 		NewSite(layout, "", ""),
