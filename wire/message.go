@@ -128,6 +128,12 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"job_triggered", JobTriggered{}},
 	variant{"job_deliveries", JobDeliveries{}},
 	variant{"job_delivery", JobDelivery{}},
+	// The audit witness (witness.go).
+	variant{"checkpoint_submit", CheckpointSubmit{}},
+	variant{"checkpoint_witnessed", CheckpointWitnessed{}},
+	variant{"checkpoint_refused", CheckpointRefused{}},
+	variant{"checkpoint_post", CheckpointPost{}},
+	variant{"checkpoint_posted", CheckpointPosted{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",
