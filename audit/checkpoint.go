@@ -50,6 +50,9 @@ type Checkpoint struct {
 	Hash   wire.Hash32
 	Time   wire.Timestamp
 	End    Position
+	// Witnessed marks a checkpoint read from the witness's copy
+	// (ReadWitness), so that a mismatch says whose it was.
+	Witnessed bool
 }
 
 // Position is where a record ends in the log: its day file, the offset just
@@ -58,6 +61,14 @@ type Position struct {
 	File   string
 	Offset int64
 	Line   int
+}
+
+// name is how errors refer to c: whose checkpoint, signed when.
+func (c Checkpoint) name() string {
+	if c.Witnessed {
+		return "the witness's checkpoint of " + c.Time.String()
+	}
+	return "the checkpoint of " + c.Time.String()
 }
 
 func (c Checkpoint) String() string {
@@ -80,6 +91,15 @@ func (c Checkpoint) text() (string, error) {
 // SignCheckpoint returns c as a signed note, encoded as the JSON string line
 // (newline included) that checkpoints.jsonl holds.
 func SignCheckpoint(c Checkpoint, signer note.Signer) ([]byte, error) {
+	msg, err := signNote(c, signer)
+	if err != nil {
+		return nil, err
+	}
+	return CheckpointLine(string(msg))
+}
+
+// signNote returns c as a signed note.
+func signNote(c Checkpoint, signer note.Signer) ([]byte, error) {
 	text, err := c.text()
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
@@ -88,11 +108,7 @@ func SignCheckpoint(c Checkpoint, signer note.Signer) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: sign checkpoint: %w", err)
 	}
-	line, err := json.Marshal(string(msg))
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	return append(line, '\n'), nil
+	return msg, nil
 }
 
 // OpenCheckpoint checks one signed note with the verifier and reads its body.

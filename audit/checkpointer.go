@@ -24,6 +24,10 @@ type CheckpointConfig struct {
 	// checkpoint, so that deleting the whole directory (checkpoints.jsonl
 	// with it) while the writer is stopped is noticed at the next Open.
 	Mirror string
+	// Signed, when set, is given each checkpoint and its signed note once
+	// both are durable, from the goroutine that signs (or Open and Close).
+	// It must not block: brokerd queues the note for the witness.
+	Signed func(cp Checkpoint, note string)
 }
 
 // WithCheckpoints makes Open check the chain from the newest checkpoint
@@ -190,7 +194,11 @@ func (w *Writer) checkpoint() error {
 		return fmt.Errorf("audit: clock: %w", err)
 	}
 	cp := Checkpoint{Origin: w.cp.cfg.Origin, Seq: head.Seq, Hash: head.Hash, Time: ts, End: end}
-	line, err := SignCheckpoint(cp, w.cp.cfg.Signer)
+	msg, err := signNote(cp, w.cp.cfg.Signer)
+	if err != nil {
+		return err
+	}
+	line, err := CheckpointLine(string(msg))
 	if err != nil {
 		return err
 	}
@@ -206,6 +214,9 @@ func (w *Writer) checkpoint() error {
 	w.mu.Lock()
 	w.cp.last = cp
 	w.mu.Unlock()
+	if w.cp.cfg.Signed != nil {
+		w.cp.cfg.Signed(cp, string(msg))
+	}
 	return nil
 }
 

@@ -36,7 +36,7 @@ func VerifyAgainst(dir string, cps []Checkpoint) (Result, error) {
 	}
 	if len(s.cps) > 0 {
 		cp := s.cps[len(s.cps)-1]
-		return Result{}, fmt.Errorf("audit: the log ends at seq %d, but the checkpoint of %s says it held seq %d: records were cut off", s.head.seq, cp.Time, cp.Seq)
+		return Result{}, fmt.Errorf("audit: the log ends at seq %d, but %s says it held seq %d: records were cut off", s.head.seq, cp.name(), cp.Seq)
 	}
 	return s.result(), nil
 }
@@ -113,5 +113,5 @@ func checkpointedLine(path string, cp Checkpoint) (chainHead, error) {
 // mismatch says where and how the log differs from what cp signed.
 func (cp Checkpoint) mismatch(found string) *VerifyError {
 	return &VerifyError{File: cp.End.File, Line: cp.End.Line,
-		Err: fmt.Errorf("the checkpoint of %s says seq %d with hash %s ends here, but %s", cp.Time, cp.Seq, cp.Hash, found)}
+		Err: fmt.Errorf("%s says seq %d with hash %s ends here, but %s", cp.name(), cp.Seq, cp.Hash, found)}
 }

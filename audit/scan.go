@@ -224,7 +224,7 @@ func (s *chainScan) check(e entry, day int64) error {
 func (s *chainScan) commit(pos position, e entry, sum [32]byte) error {
 	for len(s.cps) > 0 && s.cps[0].Seq <= e.seq {
 		if cp := s.cps[0]; cp.Seq == e.seq && cp.Hash != sum {
-			return pos.errorf("seq %d hashes to %s, but the checkpoint of %s says %s: the log was rewritten", e.seq, wire.Hash32(sum), cp.Time, cp.Hash)
+			return pos.errorf("seq %d hashes to %s, but %s says %s: the log was rewritten", e.seq, wire.Hash32(sum), cp.name(), cp.Hash)
 		}
 		s.cps = s.cps[1:]
 	}

@@ -1,0 +1,156 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"boxmaker/wire"
+
+	"golang.org/x/mod/sumdb/note"
+)
+
+// witnessed is a checkpointed log whose every checkpoint is also copied,
+// through CheckpointConfig.Signed, into a witness directory as witnessd
+// keeps it.
+func witnessed(t *testing.T, records uint64) (*checkpointed, string) {
+	c := newCheckpointed(t, records)
+	skey, vkey, err := note.GenerateKey(nil, "boxmaker-audit-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cfg.Signer, _ = note.NewSigner(skey)
+	c.cfg.Verifier, _ = note.NewVerifier(vkey)
+	wdir := t.TempDir()
+	writeFile(t, wdir, WitnessKeyName, vkey+"\n")
+	c.cfg.Signed = func(_ Checkpoint, msg string) {
+		line, err := CheckpointLine(msg)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		f, err := os.OpenFile(filepath.Join(wdir, CheckpointsName), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer f.Close()
+		f.Write(line)
+	}
+	return c, wdir
+}
+
+// rewriteChain changes record 2's arguments and recomputes every prev
+// after it, as an attacker with brokerd's uid could; it returns the new
+// head's checkpoint, which the attacker can sign with brokerd's key.
+func rewriteChain(t *testing.T, dir string) Checkpoint {
+	day := filepath.Join(dir, "2026-12-01.jsonl")
+	data, _ := os.ReadFile(day)
+	var out []byte
+	var prev wire.Hash32
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	for i, line := range lines {
+		e, err := wire.DecodeAuditEntry([]byte(line))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := e.(wire.AuditRecord)
+		if i == 1 {
+			r.Arguments = `{"url":"https://attacker.example/"}`
+		}
+		r.Prev = prev
+		b, err := wire.EncodeAuditEntry(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, prev = append(append(out, b...), '\n'), hashOf(b)
+	}
+	if err := os.WriteFile(day, out, 0o640); err != nil {
+		t.Fatal(err)
+	}
+	return Checkpoint{Origin: "boxmaker audit test", Seq: uint64(len(lines)), Hash: prev,
+		Time: mustTime(t, "2026-12-01T10:00:00.000Z"), End: Position{File: "2026-12-01.jsonl", Offset: int64(len(out)), Line: len(lines)}}
+}
+
+// An attacker with brokerd's uid rewrites an old record, recomputes the
+// chain after it and re-signs brokerd's checkpoints with brokerd's key:
+// the log and brokerd's checkpoints agree, and only the witness's copy,
+// which that uid cannot write, shows the change.
+func TestRewriteWithResignedCheckpointsFailsOnWitness(t *testing.T) {
+	c, wdir := witnessed(t, 2)
+	w := c.mustOpen(t)
+	appendN(t, w, 4)
+	w.Close()
+	head := rewriteChain(t, c.dir)
+	line, err := SignCheckpoint(head, c.cfg.Signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, c.dir, CheckpointsName, string(line))
+	mine := c.checkpoints(t)
+	if _, err := VerifyAgainst(c.dir, mine); err != nil {
+		t.Fatalf("the re-signed checkpoints should match the rewritten log: %v", err)
+	}
+	theirs, err := ReadWitness(wdir)
+	if err != nil || len(theirs) != 2 {
+		t.Fatalf("ReadWitness = %d checkpoints, %v; want seq 2 and 4", len(theirs), err)
+	}
+	_, err = VerifyAgainst(c.dir, MergeCheckpoints(mine, theirs))
+	wantVerifyError(t, err, "2026-12-01.jsonl", 2, "the witness's checkpoint")
+	if err := CheckCheckpoint(c.dir, theirs[len(theirs)-1]); err == nil || !strings.Contains(err.Error(), "the witness's checkpoint") {
+		t.Fatalf("CheckCheckpoint of the witness's newest = %v, want a mismatch", err)
+	}
+}
+
+// A log cut short below what the witness holds fails verify even when
+// brokerd's own checkpoints were cut to match.
+func TestLogShorterThanWitnessFails(t *testing.T) {
+	c, wdir := witnessed(t, 2)
+	w := c.mustOpen(t)
+	appendN(t, w, 4)
+	w.Close()
+	day := filepath.Join(c.dir, "2026-12-01.jsonl")
+	data, _ := os.ReadFile(day)
+	lines := strings.SplitAfter(string(data), "\n")
+	os.WriteFile(day, []byte(strings.Join(lines[:2], "")), 0o640)
+	os.Remove(filepath.Join(c.dir, CheckpointsName))
+	theirs, err := ReadWitness(wdir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := VerifyAgainst(c.dir, MergeCheckpoints(nil, theirs)); err == nil || !strings.Contains(err.Error(), "the witness's checkpoint") || !strings.Contains(err.Error(), "cut off") {
+		t.Fatalf("VerifyAgainst = %v, want the log cut off below the witness's seq 4", err)
+	}
+	if err := CheckCheckpoint(c.dir, theirs[1]); err == nil || !strings.Contains(err.Error(), "cut short") {
+		t.Fatalf("CheckCheckpoint = %v, want the file cut short", err)
+	}
+}
+
+// NewestCheckpoint reads only the end of a long file, and finds the same
+// checkpoint ReadCheckpoints ends with.
+func TestNewestCheckpointReadsTheEnd(t *testing.T) {
+	s, v := testKeys(t)
+	dir := t.TempDir()
+	var data []byte
+	for seq := range uint64(400) {
+		cp := Checkpoint{Origin: "boxmaker audit test", Seq: seq + 1, Hash: wire.Hash32{byte(seq)},
+			Time: mustTime(t, "2026-12-01T10:00:00.000Z"), End: Position{File: "2026-12-01.jsonl", Offset: int64(seq), Line: int(seq)}}
+		line, err := SignCheckpoint(cp, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data = append(data, line...)
+	}
+	if len(data) <= newestTail {
+		t.Fatalf("checkpoints.jsonl is %d bytes, want more than %d for this test", len(data), newestTail)
+	}
+	writeFile(t, dir, CheckpointsName, string(data)+`"a torn`)
+	got, err := NewestCheckpoint(dir, v)
+	if err != nil || got == nil || got.Seq != 400 || got.Hash != (wire.Hash32{399 % 256}) {
+		t.Fatalf("NewestCheckpoint = %v, %v; want seq 400", got, err)
+	}
+	if got, err := NewestCheckpoint(t.TempDir(), v); got != nil || err != nil {
+		t.Fatalf("NewestCheckpoint of an empty directory = %v, %v", got, err)
+	}
+}
