@@ -53,7 +53,12 @@ type Checkpoint struct {
 	// Witnessed marks a checkpoint read from the witness's copy
 	// (ReadWitness), so that a mismatch says whose it was.
 	Witnessed bool
+	note      string // the signed note it was read from, if it was read
 }
+
+// Note is the signed note c was read from (ReadCheckpoints, OpenCheckpoint),
+// or "" for a checkpoint made here and not yet signed.
+func (c Checkpoint) Note() string { return c.note }
 
 // Position is where a record ends in the log: its day file, the offset just
 // after its newline, and its 1-based line number in that file.
@@ -117,7 +122,9 @@ func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, error) {
 	if err != nil {
 		return Checkpoint{}, err
 	}
-	return parseCheckpointText(n.Text)
+	c, err := parseCheckpointText(n.Text)
+	c.note = string(msg)
+	return c, err
 }
 
 // parseCheckpointText reads a body written by text, strictly.

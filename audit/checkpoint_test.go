@@ -90,9 +90,25 @@ func TestSignedCheckpointRoundTrips(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, CheckpointsName, string(line)+`"torn`) // a last line cut short is left out
 	cps, err := ReadCheckpoints(dir, v)
-	if err != nil || len(cps) != 1 || cps[0] != cp {
+	if err != nil || len(cps) != 1 {
 		t.Fatalf("ReadCheckpoints = %+v, %v; want %+v", cps, err, cp)
 	}
+	got := cps[0]
+	if line, _ := CheckpointLine(got.Note()); string(line) != string(signedLine(t, cp, s)) {
+		t.Errorf("Note() = %q, want the note as signed", got.Note())
+	}
+	if got.note = ""; got != cp {
+		t.Fatalf("ReadCheckpoints = %+v, want %+v", got, cp)
+	}
+}
+
+func signedLine(t *testing.T, cp Checkpoint, s note.Signer) []byte {
+	t.Helper()
+	line, err := SignCheckpoint(cp, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
 }
 
 func TestReadCheckpointsRefuses(t *testing.T) {

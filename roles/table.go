@@ -25,6 +25,11 @@ var Table = []Spec{
 		Upstream: true, Env: []string{config.UpstreamEnv, config.ModelScriptEnv}},
 	{Name: "gatewayd", User: "boxmaker-gateway", Daemon: true, Network: "the Mattermost server",
 		Needs: GatewayTable, Secrets: GatewaySecret, Env: []string{config.CredentialsEnv}},
+	// witnessd keeps brokerd's audit checkpoints where brokerd cannot
+	// rewrite them (DESIGN.md section 14): it starts before brokerd and
+	// stops after it, and brokerd's uid can neither write nor read witness/.
+	{Name: "witnessd", User: "boxmaker-witness", Daemon: true, Network: "none",
+		State: []State{{Path: "witness", Mode: 0o700}}},
 	{Name: "brokerd", User: "boxmaker-broker", Daemon: true, Network: "none",
 		Sandboxes: true, Secrets: GrantSecrets,
 		State: []State{
@@ -119,6 +124,13 @@ var Pairs = []Pair{
 		NamesSessions: true},
 	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
 		Accepts: []string{"approval_request"}},
+	// brokerd hands each signed audit checkpoint to the witness, and the
+	// witness the last of each hour to gatewayd for the owner's DM
+	// (DESIGN.md section 14); neither may send anything else.
+	{Client: "brokerd", Listener: "witnessd", Socket: "witness.sock", Protocol: Frames,
+		Accepts: []string{"checkpoint_submit"}},
+	{Client: "witnessd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
+		Accepts: []string{"checkpoint_post"}},
 	// Each egress_open carries one end of the call's socketpair.
 	{Client: "brokerd", Listener: "egressd", Socket: "egress.sock", Protocol: FramesWithDescriptor,
 		Accepts: []string{"egress_open"}},
