@@ -14,6 +14,7 @@ import (
 	"boxmaker/roles/inferproxy"
 	"boxmaker/roles/loopd"
 	"boxmaker/roles/toolkit"
+	"boxmaker/roles/witnessd"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=...".
@@ -27,6 +28,7 @@ func program() roles.Program {
 			{Name: "egressd", Command: egressd.Command},
 			{Name: "inferproxy", Command: inferproxy.Command},
 			{Name: "gatewayd", Command: gatewayd.Command},
+			{Name: "witnessd", Command: witnessd.Command},
 			{Name: "brokerd", Command: brokerd.Command},
 			{Name: "loopd", Command: loopd.Command},
 			{Name: "toolkit", Command: toolkit.Command},

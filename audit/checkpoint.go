@@ -43,6 +43,10 @@ const CheckpointsName = "checkpoints.jsonl"
 // brokerd's own directory.
 const VerifierKeyName = "checkpoint.pub"
 
+// OriginOf is the origin line of the checkpoints of the log under home, the
+// same for brokerd, which signs them, and the witness, which checks them.
+func OriginOf(home string) string { return "boxmaker audit " + home }
+
 // Checkpoint is one signed head of the chain.
 type Checkpoint struct {
 	Origin string

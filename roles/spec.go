@@ -15,6 +15,11 @@ type Spec struct {
 	// Needs names the config.toml table without which the daemon does not
 	// run (and has no unit); "" for a daemon that always runs.
 	Needs string
+	// Wanted marks a daemon its dialers' units want rather than require:
+	// they go on without it (brokerd queues its checkpoints while witnessd
+	// is down, DESIGN.md section 14). A daemon that Needs a table is
+	// always only wanted.
+	Wanted bool
 	// Upstream marks the daemon that talks to the llama-server: its unit
 	// allows that one address and nothing else.
 	Upstream bool

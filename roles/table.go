@@ -28,7 +28,7 @@ var Table = []Spec{
 	// witnessd keeps brokerd's audit checkpoints where brokerd cannot
 	// rewrite them (DESIGN.md section 14): it starts before brokerd and
 	// stops after it, and brokerd's uid can neither write nor read witness/.
-	{Name: "witnessd", User: "boxmaker-witness", Daemon: true, Network: "none",
+	{Name: "witnessd", User: "boxmaker-witness", Daemon: true, Network: "none", Wanted: true,
 		State: []State{{Path: "witness", Mode: 0o700}}},
 	{Name: "brokerd", User: "boxmaker-broker", Daemon: true, Network: "none",
 		Sandboxes: true, Secrets: GrantSecrets,

@@ -36,7 +36,7 @@ func openAudit(paths config.Paths, cfg config.Config, dir string, opts ...audit.
 	if err := writeVerifierKey(filepath.Join(dir, audit.VerifierKeyName), vkey); err != nil {
 		return nil, err
 	}
-	cp := audit.CheckpointConfig{Signer: signer, Verifier: verifier, Origin: "boxmaker audit " + paths.Home,
+	cp := audit.CheckpointConfig{Signer: signer, Verifier: verifier, Origin: audit.OriginOf(paths.Home),
 		Records: cfg.Audit.CheckpointRecords, Interval: cfg.Audit.CheckpointInterval.D(), Mirror: filepath.Join(brokerDir, mirrorName)}
 	return audit.Open(dir, append(opts, audit.WithCheckpoints(cp))...)
 }

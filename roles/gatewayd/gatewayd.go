@@ -50,10 +50,11 @@ type Options struct {
 	Token   string         // the bot token; Command reads it with ReadToken
 	Log     *log.Logger    // nil: discarded
 
-	AllowPeer  func(sock.Peer) bool // who may connect to gateway.sock; nil: brokerd's uids (roles.PeerUIDs)
-	HTTPClient *http.Client         // nil: one with a 30 s timeout
-	RetryMin   time.Duration        // first delay before a reconnect or a repost; default 1s
-	RetryMax   time.Duration        // longest such delay; default 30s
+	AllowPeer   func(sock.Peer) bool // who may connect to gateway.sock; nil: brokerd's uids (roles.PeerUIDs)
+	WitnessPeer func(sock.Peer) bool // who may connect to the witness's gateway.sock; nil: witnessd's uids
+	HTTPClient  *http.Client         // nil: one with a 30 s timeout
+	RetryMin    time.Duration        // first delay before a reconnect or a repost; default 1s
+	RetryMax    time.Duration        // longest such delay; default 30s
 }
 
 // gateway is one running gatewayd.
@@ -99,6 +100,15 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	defer ln.Close()
+	witnessSock, err := socketPath(opts.Paths, "witnessd", "gatewayd")
+	if err != nil {
+		return err
+	}
+	wln, err := sock.Listen(witnessSock)
+	if err != nil {
+		return fmt.Errorf("gatewayd: %w", err)
+	}
+	defer wln.Close()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var serving sync.WaitGroup
@@ -107,6 +117,11 @@ func Run(ctx context.Context, opts Options) error {
 		if serveErr = g.serveBroker(ctx, ln, opts.AllowPeer); serveErr != nil {
 			serveErr = fmt.Errorf("gatewayd: gateway.sock: %w", serveErr)
 			cancel()
+		}
+	})
+	serving.Go(func() {
+		if err := g.serveWitness(ctx, wln, opts.WitnessPeer); err != nil {
+			g.log.Printf("the witness's gateway.sock: %v", err) // the witness posts again later
 		}
 	})
 	serving.Go(func() { g.followJobs(ctx) })

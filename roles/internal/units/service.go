@@ -63,7 +63,7 @@ func services(s Site, filter bool) []Service {
 // (gatewayd dialing loopd) gets no ordering: that dial waits for a message,
 // and ordering it too would make a cycle. An optional listener (gatewayd)
 // is wanted, not required, so a Mattermost problem never stops the
-// terminal's path.
+// terminal's path; nor does witnessd's (Spec.Wanted).
 func linkServices(svcs []Service) []Service {
 	index := func(role string) int { return slices.IndexFunc(svcs, func(s Service) bool { return s.Role == role }) }
 	for _, p := range roles.Pairs {
@@ -73,7 +73,7 @@ func linkServices(svcs []Service) []Service {
 		}
 		svc := &svcs[c]
 		svc.After = append(svc.After, svcs[l].Unit)
-		if svcs[l].Needs == "" {
+		if spec, _ := roles.Lookup(svcs[l].Role); svcs[l].Needs == "" && !spec.Wanted {
 			svc.Requires = append(svc.Requires, svcs[l].Unit)
 		} else {
 			svc.Wants = append(svc.Wants, svcs[l].Unit)

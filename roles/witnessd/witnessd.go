@@ -1,0 +1,134 @@
+package witnessd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"time"
+
+	"boxmaker/audit"
+	"boxmaker/roles"
+	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
+
+	"github.com/urfave/cli/v3"
+)
+
+// Command is the witnessd role: `boxmaker witnessd [--home DIR] [--config FILE]`.
+func Command() *cli.Command {
+	return roles.DaemonCommand("witnessd", "keep brokerd's signed audit checkpoints where brokerd cannot rewrite them (a daemon)",
+		"Listens on run/brokerd-witnessd/witness.sock under the home and keeps the\n"+
+			"checkpoints it takes in witness/. With [gateway] in config.toml it hands the\n"+
+			"last checkpoint of each hour to gatewayd for the owner's DM.",
+		runAction)
+}
+
+func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
+	cfg, err := config.Load(paths.Config)
+	if err != nil {
+		return err
+	}
+	pair, ok := roles.PairOf("brokerd", "witnessd")
+	if !ok {
+		return errors.New("the role table has no brokerd-witnessd pair")
+	}
+	opts := Options{Socket: pair.Path(paths), Dir: paths.Join("witness"), Origin: audit.OriginOf(paths.Home),
+		Log: log.New(cmd.Root().ErrWriter, "witnessd: ", 0)}
+	if cfg.Gateway != nil {
+		gw, _ := roles.PairOf("witnessd", "gatewayd")
+		opts.Gateway = gw.Path(paths)
+	}
+	return Main(ctx, opts)
+}
+
+// Options is what witnessd needs; Main and tests fill it.
+type Options struct {
+	Socket    string               // where Main creates witness.sock
+	Dir       string               // witness/: the trusted key and the checkpoints taken
+	Origin    string               // the origin line of brokerd's checkpoints (audit.OriginOf)
+	Gateway   string               // gatewayd's socket for the hourly post; "" for none
+	AllowPeer func(sock.Peer) bool // who may connect; nil: brokerd's uids (roles.PeerUIDs)
+	Log       *log.Logger          // nil: standard error
+	Clock     func() time.Time     // nil: time.Now
+	PostEvery time.Duration        // how often it looks for an hour's end; zero: a minute
+}
+
+// Main listens on opts.Socket and serves until ctx ends.
+func Main(ctx context.Context, opts Options) error {
+	ln, err := sock.Listen(opts.Socket)
+	if err != nil {
+		return fmt.Errorf("witnessd: %w", err)
+	}
+	defer ln.Close()
+	return Serve(ctx, ln, opts)
+}
+
+// Serve takes brokerd's checkpoints on ln until ctx ends.
+func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
+	if opts.Log == nil {
+		opts.Log = log.New(os.Stderr, "witnessd: ", 0)
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Dir == "" || opts.Origin == "" {
+		return errors.New("witnessd: no directory or origin")
+	}
+	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
+		return fmt.Errorf("witnessd: %w", err)
+	}
+	w := &witness{store: &store{dir: opts.Dir, origin: opts.Origin, log: opts.Log}, log: opts.Log}
+	if opts.Gateway != "" {
+		p, err := newPoster(opts)
+		if err != nil {
+			return err
+		}
+		w.poster = p
+		go p.run(ctx, opts.PostEvery)
+	}
+	gate, err := sock.ServerFor("brokerd", "witnessd", opts.Log)
+	if err != nil {
+		return fmt.Errorf("witnessd: %w", err)
+	}
+	if opts.AllowPeer != nil {
+		gate.AllowPeer = opts.AllowPeer
+	}
+	gate.Handle = func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+		return reply(wire.Envelope{Final: true, Msg: w.submit(e.Msg.(wire.CheckpointSubmit))})
+	}
+	opts.Log.Printf("serving on %s, keeping checkpoints in %s", ln.Addr(), opts.Dir)
+	if err := gate.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("witnessd: %w", err)
+	}
+	return nil
+}
+
+// witness is one running witnessd.
+type witness struct {
+	store  *store
+	poster *poster // nil without [gateway]
+	log    *log.Logger
+}
+
+// submit answers one checkpoint_submit, logging every refusal: a refused
+// checkpoint is what an attack on the log looks like from here.
+func (w *witness) submit(req wire.CheckpointSubmit) wire.Message {
+	cp, took, err := w.store.submit(req.Key, req.Note)
+	var r *refusal
+	switch {
+	case errors.As(err, &r):
+		w.log.Printf("REFUSED a checkpoint from brokerd: %s", r.reason)
+		return wire.CheckpointRefused{Held: r.held, Reason: r.reason}
+	case err != nil:
+		w.log.Printf("cannot keep a checkpoint: %v", err)
+		return wire.WireError{Code: wire.Internal, Detail: "the witness cannot keep checkpoints: see its log"}
+	}
+	if took && w.poster != nil {
+		w.poster.took(cp)
+	}
+	return wire.CheckpointWitnessed{Seq: cp.Seq, Hash: cp.Hash}
+}
