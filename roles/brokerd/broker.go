@@ -20,6 +20,7 @@ type broker struct {
 	log       *log.Logger
 	clock     func() time.Time
 	audit     *audit.Writer
+	witness   *witnessClient // hands each checkpoint to witnessd
 	sessions  *sessions
 	approvals *approvals
 	runner    *runner

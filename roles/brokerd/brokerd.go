@@ -44,10 +44,14 @@ func Run(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
+	// Deferred calls run last first: the audit log's closing checkpoint is
+	// signed before the witness is handed what is left.
+	defer b.witness.flush(2 * time.Second)
 	defer b.audit.Close()
 	defer b.grantDir.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
+	go b.witness.run(ctx)
 	b.fatal = func(err error) { cancel(err) }
 	if err := b.serve(ctx); err != nil {
 		return err
@@ -103,7 +107,8 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if err := os.MkdirAll(auditDir, 0o700); err != nil {
 		return nil, err
 	}
-	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
+	b.witness = newWitnessClient(socketPath(opts.Paths, "brokerd", "witnessd"), opts.Log)
+	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, b.witness, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -27,7 +27,8 @@ const (
 
 // openAudit opens the audit log in dir with checkpoints signed by brokerd's
 // key, making the key at first start.
-func openAudit(paths config.Paths, cfg config.Config, dir string, opts ...audit.Option) (*audit.Writer, error) {
+// Each checkpoint, once durable, is queued for the witness.
+func openAudit(paths config.Paths, cfg config.Config, dir string, witness *witnessClient, opts ...audit.Option) (*audit.Writer, error) {
 	brokerDir := paths.Join("broker")
 	signer, verifier, vkey, err := loadKey(filepath.Join(brokerDir, keyName))
 	if err != nil {
@@ -37,7 +38,9 @@ func openAudit(paths config.Paths, cfg config.Config, dir string, opts ...audit.
 		return nil, err
 	}
 	cp := audit.CheckpointConfig{Signer: signer, Verifier: verifier, Origin: audit.OriginOf(paths.Home),
-		Records: cfg.Audit.CheckpointRecords, Interval: cfg.Audit.CheckpointInterval.D(), Mirror: filepath.Join(brokerDir, mirrorName)}
+		Records: cfg.Audit.CheckpointRecords, Interval: cfg.Audit.CheckpointInterval.D(), Mirror: filepath.Join(brokerDir, mirrorName),
+		Signed: witness.signed}
+	witness.key = vkey
 	return audit.Open(dir, append(opts, audit.WithCheckpoints(cp))...)
 }
 

@@ -21,14 +21,14 @@ func auditCommand() *cli.Command {
 			Usage:     "check every record's chain, seq and strict form, and the signed checkpoints; exit 1 naming the first bad file and line",
 			ArgsUsage: "[DIR]",
 			Flags: append(homeFlags(), &cli.BoolFlag{
-				Name: "from-checkpoint", Usage: "check only the records after the newest checkpoint (fast for a large log)",
-			}),
+				Name: "from-checkpoint", Usage: "check only the records after the newest checkpoint, and the witness's newest (fast for a large log)",
+			}, witnessFlag()),
 			Action: verifyAudit,
 		}, {
 			Name:      "checkpoints",
-			Usage:     "list brokerd's signed checkpoints of the chain's head",
+			Usage:     "list brokerd's signed checkpoints of the chain's head and the witness's, marking any difference (exit 1)",
 			ArgsUsage: "[DIR]",
-			Flags:     homeFlags(),
+			Flags:     append(homeFlags(), witnessFlag()),
 			Action:    auditCheckpoints,
 		}, {
 			Name:  "rebase",
@@ -53,6 +53,12 @@ func auditCommand() *cli.Command {
 			Action: auditTail,
 		}},
 	}
+}
+
+// witnessFlag names the witness's copy of the checkpoints: witness/ beside
+// the audit directory unless it says otherwise (a copy kept elsewhere).
+func witnessFlag() cli.Flag {
+	return &cli.StringFlag{Name: "witness", Usage: "the witness's directory (default: witness/ beside the audit directory)"}
 }
 
 // auditDir is the DIR argument, else the home's audit/.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,23 +15,76 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// auditCheckpoints lists the log's signed checkpoints, oldest first.
+// auditCheckpoints lists brokerd's checkpoints and the witness's, oldest
+// first, marking each of brokerd's the witness holds too and every
+// difference; it fails (exit 1) when the two differ at a seq, or the
+// witness holds a seq past brokerd's newest (brokerd's were cut off).
 func auditCheckpoints(_ context.Context, cmd *cli.Command) error {
 	dir, err := auditDir(cmd)
 	if err != nil {
 		return err
 	}
-	cps, err := readCheckpoints(dir)
+	mine, err := readCheckpoints(dir)
 	if err != nil {
 		return err
 	}
-	for _, cp := range cps {
-		fmt.Fprintf(cmd.Root().Writer, "seq %d %s signed %s, ends %s line %d\n", cp.Seq, cp.Hash, cp.Time, cp.End.File, cp.End.Line)
+	wdir := witnessDir(cmd, dir)
+	theirs, err := audit.ReadWitness(wdir)
+	if err != nil {
+		return err
 	}
-	if len(cps) == 0 {
-		fmt.Fprintln(cmd.Root().Writer, "no checkpoints")
+	out := cmd.Root().Writer
+	fmt.Fprintf(out, "brokerd's, in %s:\n", filepath.Join(dir, audit.CheckpointsName))
+	for _, cp := range mine {
+		fmt.Fprintf(out, "  seq %d %s signed %s, ends %s line %d%s\n", cp.Seq, cp.Hash, cp.Time, cp.End.File, cp.End.Line, markAgainst(cp, theirs, "witnessed", "the witness's"))
+	}
+	if len(mine) == 0 {
+		fmt.Fprintln(out, "  no checkpoints")
+	}
+	fmt.Fprintf(out, "the witness's, in %s:\n", filepath.Join(wdir, audit.CheckpointsName))
+	differ := 0
+	for _, cp := range theirs {
+		mark := markAgainst(cp, mine, "", "brokerd's")
+		if mark == "" && (len(mine) == 0 || cp.Seq > mine[len(mine)-1].Seq) {
+			mark = "  BROKERD HAS NONE: its checkpoints end before this one"
+		}
+		if mark != "" {
+			differ++
+		}
+		fmt.Fprintf(out, "  seq %d %s signed %s%s\n", cp.Seq, cp.Hash, cp.Time, mark)
+	}
+	if len(theirs) == 0 {
+		fmt.Fprintln(out, "  no checkpoints")
+	}
+	if differ > 0 {
+		return fmt.Errorf("audit: %d of the witness's checkpoints differ from brokerd's; check the log with boxmaker audit verify", differ)
 	}
 	return nil
+}
+
+// markAgainst says how cp stands against the other list's checkpoint of
+// its seq: same names the agreement ("" to say nothing), whose the other list.
+func markAgainst(cp audit.Checkpoint, other []audit.Checkpoint, same, whose string) string {
+	for _, o := range other {
+		switch {
+		case o.Seq != cp.Seq:
+		case o.Hash != cp.Hash:
+			return fmt.Sprintf("  DIFFERS: %s says %s", whose, o.Hash)
+		case same != "":
+			return "  (" + same + ")"
+		default:
+			return ""
+		}
+	}
+	return ""
+}
+
+// witnessDir is --witness, else the witness/ beside the audit directory.
+func witnessDir(cmd *cli.Command, auditDir string) string {
+	if w := cmd.String("witness"); w != "" {
+		return w
+	}
+	return filepath.Join(filepath.Dir(auditDir), "witness")
 }
 
 // readCheckpoints reads dir's checkpoints, each checked with the verifier
@@ -53,34 +107,71 @@ func readCheckpoints(dir string) ([]audit.Checkpoint, error) {
 	return audit.ReadCheckpoints(dir, v)
 }
 
-// verifyAudit checks the whole chain against every checkpoint, or with
-// --from-checkpoint only the records after the newest one.
+// verifyAudit checks the whole chain against every checkpoint, brokerd's
+// and the witness's, or with --from-checkpoint only the records after the
+// newest of brokerd's and the witness's newest record.
 func verifyAudit(_ context.Context, cmd *cli.Command) error {
 	dir, err := auditDir(cmd)
 	if err != nil {
 		return err
 	}
-	cps, err := readCheckpoints(dir)
+	mine, err := readCheckpoints(dir)
+	if err != nil {
+		return err
+	}
+	theirs, err := audit.ReadWitness(witnessDir(cmd, dir))
 	if err != nil {
 		return err
 	}
 	out := cmd.Root().Writer
-	if cmd.Bool("from-checkpoint") && len(cps) > 0 {
-		last := cps[len(cps)-1]
-		res, err := audit.VerifyFromCheckpoint(dir, last)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(out, "ok from the checkpoint of seq %d: %d records in %d files since, %s\n", last.Seq, res.Head.Seq-last.Seq, res.Files, res.Head)
-		return nil
+	if cmd.Bool("from-checkpoint") && len(mine)+len(theirs) > 0 {
+		return verifyFromCheckpoints(out, dir, mine, theirs)
 	}
-	res, err := audit.VerifyAgainst(dir, cps)
+	res, err := audit.VerifyAgainst(dir, audit.MergeCheckpoints(mine, theirs))
 	if err != nil {
 		return err
 	}
 	fmt.Fprintln(out, res)
-	if len(cps) > 0 {
-		fmt.Fprintf(out, "matches %d checkpoints, the newest of seq %d signed %s\n", len(cps), cps[len(cps)-1].Seq, cps[len(cps)-1].Time)
+	if len(mine) > 0 {
+		fmt.Fprintf(out, "matches %d checkpoints, the newest of seq %d signed %s\n", len(mine), mine[len(mine)-1].Seq, mine[len(mine)-1].Time)
 	}
+	sayWitness(out, mine, theirs)
 	return nil
+}
+
+// verifyFromCheckpoints checks the records after brokerd's newest
+// checkpoint (the witness's when brokerd has none), and that the log still
+// holds the witness's newest.
+func verifyFromCheckpoints(out io.Writer, dir string, mine, theirs []audit.Checkpoint) error {
+	var from audit.Checkpoint
+	if len(mine) > 0 {
+		from = mine[len(mine)-1]
+	} else {
+		from = theirs[len(theirs)-1]
+	}
+	res, err := audit.VerifyFromCheckpoint(dir, from)
+	if err != nil {
+		return err
+	}
+	if len(theirs) > 0 {
+		if err := audit.CheckCheckpoint(dir, theirs[len(theirs)-1]); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(out, "ok from the checkpoint of seq %d: %d records in %d files since, %s\n", from.Seq, res.Head.Seq-from.Seq, res.Files, res.Head)
+	sayWitness(out, mine, theirs)
+	return nil
+}
+
+// sayWitness says what the witness's copy added to the check; nothing for
+// a log that has no checkpoints at all.
+func sayWitness(out io.Writer, mine, theirs []audit.Checkpoint) {
+	if len(theirs) == 0 {
+		if len(mine) > 0 {
+			fmt.Fprintln(out, "the witness holds no checkpoints: the log was checked against brokerd's alone")
+		}
+		return
+	}
+	last := theirs[len(theirs)-1]
+	fmt.Fprintf(out, "matches the witness's %d checkpoints, the newest of seq %d signed %s\n", len(theirs), last.Seq, last.Time)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -42,7 +43,33 @@ func auditRebase(_ context.Context, cmd *cli.Command) error {
 	}
 	out := cmd.Root().Writer
 	fmt.Fprintf(out, "the old log and its checkpoints are in %s\n", aside)
+	if err := witnessAside(paths.Join("witness"), aside, out); err != nil {
+		return err
+	}
 	fmt.Fprintf(out, "new chain: seq %d %s %s\n", rec.Seq, rec.Tool, rec.Arguments)
+	return nil
+}
+
+// witnessAside moves the witness's copy of the old chain's checkpoints
+// into the directory the old log went to, so that the witness takes the
+// new chain's from seq 1 on; it keeps the key it trusts, which is still
+// brokerd's. Nothing is deleted. Renames never follow a link, and witness/
+// itself sits in the home, which only root writes.
+func witnessAside(witnessDir, aside string, out io.Writer) error {
+	held, err := audit.ReadWitness(witnessDir)
+	if err != nil {
+		return fmt.Errorf("audit rebase: the old log is in %s, but the witness's copy could not be read: %w", aside, err)
+	}
+	for _, name := range []string{audit.CheckpointsName, "posted"} {
+		err := os.Rename(filepath.Join(witnessDir, name), filepath.Join(aside, "witness-"+name))
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("audit rebase: the old log is in %s, but the witness's %s could not join it: %w", aside, name, err)
+		}
+	}
+	if len(held) > 0 {
+		last := held[len(held)-1]
+		fmt.Fprintf(out, "the witness's copy, up to seq %d %s (signed %s), is in %s\n", last.Seq, last.Hash, last.Time, filepath.Join(aside, "witness-"+audit.CheckpointsName))
+	}
 	return nil
 }
 

@@ -60,6 +60,7 @@ func status(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(out, "boxmaker is up in %s (supervisor pid %d)\n", paths.Home, st.Supervisor)
 	}
 	down := statusTable(out, st)
+	printWitnessLine(out, paths)
 	if down > 0 && up {
 		return fmt.Errorf("status: %d roles not running", down)
 	}

@@ -67,6 +67,11 @@ func hourOf(ts wire.Timestamp) time.Time { return ts.Time().UTC().Truncate(time.
 func (p *poster) took(cp audit.Checkpoint) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.cur != nil && cp.Seq < p.cur.Seq {
+		// The store took a lower seq: the owner reset the witness for a
+		// new chain (audit rebase); its hours start afresh.
+		p.cur, p.due, p.posted = nil, nil, 0
+	}
 	if p.cur != nil && hourOf(cp.Time).After(hourOf(p.cur.Time)) {
 		p.due = p.cur
 	}
