@@ -2,7 +2,9 @@
 // decision, in daily files YYYY-MM-DD.jsonl named by each record's UTC date.
 // It holds the writer (the only code that appends), the recovery it runs when
 // it opens a log whose last write was torn, the verifier behind
-// `boxmaker audit verify`, and the readers behind `audit head` and `audit tail`.
+// `boxmaker audit verify`, and the readers behind `audit head` and `audit tail`;
+// the signed checkpoints of the chain's head (checkpoint.go), and the reader
+// of the witness's copy of them (witness.go), which witnessd writes.
 //
 // The chain: every line is one wire.AuditEntry in wire's canonical bytes; the
 // hash of a record is SHA-256 over its stored line without the newline; prev
