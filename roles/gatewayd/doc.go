@@ -22,6 +22,11 @@
 // direct messages or a configured channel, as the job file said, marked as
 // the job's.
 //
+// witnessd dials its own gateway.sock (run/witnessd-gatewayd) with the last
+// audit checkpoint of each hour, checkpoint_post, and gatewayd posts the
+// signed note in a code block to the owner's direct messages
+// (checkpointpost.go): a copy off the host.
+//
 // It follows the WebSocket event stream, resumes it by connection_id and
 // sequence number after a drop, and reads back over REST what a failed
 // resume lost, handling each post and reaction at most once. An approval
@@ -33,5 +38,6 @@
 // integration posting under an allowlisted id, or on any post but the
 // approval's own; never log or pass on the bot token (it is read from the
 // secrets directory or systemd's credentials, never from config or argv);
-// never write to disk; and never import another role's package.
+// never post a checkpoint note it could not show as it came; never write to
+// disk; and never import another role's package.
 package gatewayd
