@@ -171,7 +171,7 @@ func parseCheckpointText(text string) (Checkpoint, error) {
 // protection: it signs nothing. Every other line must be a correctly signed checkpoint, and
 // seqs never fall; the same seq twice must carry the same hash.
 func ReadCheckpoints(dir string, v note.Verifier) ([]Checkpoint, error) {
-	data, err := os.ReadFile(filepath.Join(dir, CheckpointsName))
+	data, err := readRegular(filepath.Join(dir, CheckpointsName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

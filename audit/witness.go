@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -37,10 +38,35 @@ func CheckpointLine(msg string) ([]byte, error) {
 	return append(line, '\n'), nil
 }
 
+// openRegular opens a file for reading that a role could have replaced
+// with a link or a FIFO: root's readers (audit verify, status) never follow
+// the link nor wait on the FIFO. It refuses anything but a regular file.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return f, nil
+}
+
+// readRegular reads a whole file that openRegular opens.
+func readRegular(path string) ([]byte, error) {
+	f, err := openRegular(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
 // ReadVerifierKey reads a verifier key file (one line); nil, nil when it
 // does not exist.
 func ReadVerifierKey(path string) (note.Verifier, error) {
-	data, err := os.ReadFile(path)
+	data, err := readRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
@@ -79,7 +105,7 @@ const newestTail = 64 << 10
 // NewestCheckpoint returns the newest checkpoint in dir's checkpoints.jsonl,
 // checked with v, reading only the end of the file; nil when it holds none.
 func NewestCheckpoint(dir string, v note.Verifier) (*Checkpoint, error) {
-	f, err := os.Open(filepath.Join(dir, CheckpointsName))
+	f, err := openRegular(filepath.Join(dir, CheckpointsName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

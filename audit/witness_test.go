@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"boxmaker/wire"
@@ -152,5 +153,37 @@ func TestNewestCheckpointReadsTheEnd(t *testing.T) {
 	}
 	if got, err := NewestCheckpoint(t.TempDir(), v); got != nil || err != nil {
 		t.Fatalf("NewestCheckpoint of an empty directory = %v, %v", got, err)
+	}
+}
+
+// The witness's directory is another role's: a link or a FIFO planted
+// there is refused, never followed or waited on, by root's readers.
+func TestWitnessReadersRefuseLinksAndFIFOs(t *testing.T) {
+	for name, plant := range map[string]func(path string) error{
+		"a link to another file": func(path string) error { return os.Symlink("/etc/passwd", path) },
+		"a FIFO":                 func(path string) error { return syscall.Mkfifo(path, 0o600) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			_, vkey, _ := note.GenerateKey(nil, "boxmaker-audit-test")
+			writeFile(t, dir, WitnessKeyName, vkey+"\n")
+			if err := plant(filepath.Join(dir, CheckpointsName)); err != nil {
+				t.Fatal(err)
+			}
+			if cps, err := ReadWitness(dir); err == nil {
+				t.Errorf("ReadWitness = %v, want a refusal", cps)
+			}
+			v, _ := note.NewVerifier(vkey)
+			if cp, err := NewestCheckpoint(dir, v); err == nil {
+				t.Errorf("NewestCheckpoint = %v, want a refusal", cp)
+			}
+			os.Remove(filepath.Join(dir, WitnessKeyName))
+			if err := plant(filepath.Join(dir, WitnessKeyName)); err != nil {
+				t.Fatal(err)
+			}
+			if v, err := ReadVerifierKey(filepath.Join(dir, WitnessKeyName)); err == nil {
+				t.Errorf("ReadVerifierKey = %v, want a refusal", v)
+			}
+		})
 	}
 }

@@ -2,17 +2,14 @@ package bxctl
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"boxmaker/audit"
 
 	"github.com/urfave/cli/v3"
-	"golang.org/x/mod/sumdb/note"
 )
 
 // auditCheckpoints lists brokerd's checkpoints and the witness's, oldest
@@ -90,19 +87,15 @@ func witnessDir(cmd *cli.Command, auditDir string) string {
 // readCheckpoints reads dir's checkpoints, each checked with the verifier
 // key brokerd keeps beside them; none when brokerd never signed one.
 func readCheckpoints(dir string) ([]audit.Checkpoint, error) {
-	vkey, err := os.ReadFile(filepath.Join(dir, audit.VerifierKeyName))
-	if errors.Is(err, os.ErrNotExist) {
-		if _, err := os.Stat(filepath.Join(dir, audit.CheckpointsName)); err == nil {
-			return nil, fmt.Errorf("audit: %s is there but %s, the key that checks it, is not", audit.CheckpointsName, audit.VerifierKeyName)
-		}
-		return nil, nil
-	}
+	v, err := audit.ReadVerifierKey(filepath.Join(dir, audit.VerifierKeyName))
 	if err != nil {
 		return nil, err
 	}
-	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
-	if err != nil {
-		return nil, fmt.Errorf("audit: %s: %w", audit.VerifierKeyName, err)
+	if v == nil {
+		if _, err := os.Lstat(filepath.Join(dir, audit.CheckpointsName)); err == nil {
+			return nil, fmt.Errorf("audit: %s is there but %s, the key that checks it, is not", audit.CheckpointsName, audit.VerifierKeyName)
+		}
+		return nil, nil
 	}
 	return audit.ReadCheckpoints(dir, v)
 }
