@@ -7,9 +7,12 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"boxmaker/audit"
+	"boxmaker/fixtures/mmdouble"
 	"boxmaker/fixtures/require"
+	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -72,4 +75,66 @@ func verifierOf(t *testing.T, path string) note.Verifier {
 		t.Fatalf("%s: %v", path, err)
 	}
 	return v
+}
+
+// With [gateway], the witness's last checkpoint of an hour that has ended
+// reaches the owner's direct messages: the real witnessd and gatewayd
+// under up, each under its own uid, the Mattermost double over loopback.
+// The witness starts holding a checkpoint of an hour long past (put in
+// witness/ before up, with the key it then trusts), as after a night.
+func TestStackWitnessPostsTheHourToTheOwner(t *testing.T) {
+	mm := mmdouble.New()
+	defer mm.Close()
+	bot, token := mm.AddBot("boxmaker")
+	alice := mm.AddUser("alice")
+	channel := mm.AddChannel("town", bot.ID, alice.ID)
+	var home string
+	startStack(t, nil, func(h string) {
+		home = h
+		etc := filepath.Join(h, "etc")
+		appendFile(t, filepath.Join(etc, "config.toml"), "\n[gateway]\nurl = \""+mm.URL+"\"\nchannels = [\""+channel+"\"]\nallow_users = [\""+alice.ID+"\"]\n")
+		if err := os.WriteFile(filepath.Join(etc, "secrets", "mattermost-bot"), []byte(token+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		seedWitness(t, filepath.Join(h, "witness"), audit.OriginOf(h))
+	})
+	dm := mm.DirectChannel(bot.ID, alice.ID)
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if p, ok := mm.FindPost(bot.ID, "boxmaker audit checkpoint"); ok {
+			if p.ChannelID != dm || !strings.Contains(p.Message, "seq 7") || !strings.Contains(p.Message, "2026-01-02 03:00 UTC") {
+				t.Fatalf("the checkpoint post is %+v, want seq 7 of 03:00 in alice's DM", p)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no checkpoint was posted to the owner; home %s", home)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// seedWitness puts a signed checkpoint of 2026-01-02 03:04 in dir, with
+// the key that signed it as the one the witness trusts.
+func seedWitness(t *testing.T, dir, origin string) {
+	t.Helper()
+	skey, vkey, err := note.GenerateKey(nil, "boxmaker-audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, _ := note.NewSigner(skey)
+	ts, _ := wire.ParseTimestamp("2026-01-02T03:04:05.000Z")
+	line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: origin, Seq: 7, Hash: wire.Hash32{7}, Time: ts,
+		End: audit.Position{File: "2026-01-02.jsonl", Offset: 700, Line: 7}}, signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string][]byte{audit.CheckpointsName: line, audit.WitnessKeyName: []byte(vkey + "\n")} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
