@@ -27,12 +27,15 @@ const RebaseSession = "audit-rebase"
 
 // RebaseArgs are a rebase record's arguments.
 type RebaseArgs struct {
-	Reason   string `json:"reason"`
-	Seq      uint64 `json:"checkpoint_seq"`  // the old chain's last checkpoint; 0: none
-	Hash     string `json:"checkpoint_hash"` // its hash, hex; "" with none
-	Time     string `json:"checkpoint_time"`
-	MovedTo  string `json:"moved_to"` // the old log's directory now
-	Approver string `json:"approver"`
+	Reason string `json:"reason"`
+	Seq    uint64 `json:"checkpoint_seq"`  // the old chain's last checkpoint; 0: none
+	Hash   string `json:"checkpoint_hash"` // its hash, hex; "" with none
+	Time   string `json:"checkpoint_time"`
+	// Witnessed says the checkpoint named is the witness's, newer than
+	// any of brokerd's that were left.
+	Witnessed bool   `json:"checkpoint_witnessed"`
+	MovedTo   string `json:"moved_to"` // the old log's directory now
+	Approver  string `json:"approver"`
 }
 
 // RebaseConfig says what Rebase gives up and why.
@@ -40,9 +43,13 @@ type RebaseConfig struct {
 	Dir      string        // the audit directory
 	Mirror   string        // brokerd's copy of the newest checkpoint (broker/checkpoint.last); may be missing
 	Verifier note.Verifier // checks the checkpoints; nil when none can exist
-	Reason   string
-	Approver string           // local:<user>
-	Now      func() time.Time // time.Now when nil
+	// Witnessed is the witness's newest checkpoint, nil when it holds none:
+	// the record names it when it is newer than brokerd's (whose
+	// checkpoints an intruder with brokerd's uid can cut off).
+	Witnessed *Checkpoint
+	Reason    string
+	Approver  string           // local:<user>
+	Now       func() time.Time // time.Now when nil
 }
 
 // Rebase gives up the chain in cfg.Dir for a new one, the owner's recovery
@@ -53,7 +60,7 @@ type RebaseConfig struct {
 // <dir>.rebased-<time>, with the mirror inside it as broker-checkpoint.last,
 // and a new directory with the same owner and mode takes its place, swapped
 // in atomically, holding one record: RebaseTool with RebaseArgs, naming the
-// newest checkpoint of the mirror and checkpoints.jsonl.
+// newest checkpoint of the mirror, checkpoints.jsonl and the witness's.
 func Rebase(cfg RebaseConfig) (string, wire.AuditRecord, error) {
 	var rec wire.AuditRecord
 	if cfg.Reason == "" {
@@ -83,6 +90,9 @@ func Rebase(cfg RebaseConfig) (string, wire.AuditRecord, error) {
 	stamp := now().UTC().Format("20060102T150405.000Z")
 	aside := dir + ".rebased-" + stamp
 	args := RebaseArgs{Reason: cfg.Reason, MovedTo: aside, Approver: cfg.Approver}
+	if w := cfg.Witnessed; w != nil && (last == nil || w.Seq > last.Seq) {
+		last, args.Witnessed = w, true
+	}
 	if last != nil {
 		ts, _ := last.Time.MarshalText()
 		args.Seq, args.Hash, args.Time = last.Seq, last.Hash.String(), string(ts)

@@ -169,6 +169,14 @@ func rewriteAndResign(t *testing.T, home string) {
 	if err := os.WriteFile(files[0], out, 0o640); err != nil {
 		t.Fatal(err)
 	}
+	resign(t, home, files[0], uint64(len(lines)), prev, int64(len(out)))
+}
+
+// resign signs one checkpoint of seq, whose record hashes to hash and ends
+// at end of file, with brokerd's key, as the only one in
+// audit/checkpoints.jsonl and broker/checkpoint.last.
+func resign(t *testing.T, home, file string, seq uint64, hash wire.Hash32, end int64) {
+	t.Helper()
 	key, _ := os.ReadFile(filepath.Join(home, "broker", keyName))
 	skey, _, _ := strings.Cut(string(key), "\n")
 	signer, err := note.NewSigner(skey)
@@ -176,11 +184,50 @@ func rewriteAndResign(t *testing.T, home string) {
 		t.Fatal(err)
 	}
 	now, _ := wire.TimestampOf(time.Now())
-	line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: audit.OriginOf(home), Seq: uint64(len(lines)), Hash: prev, Time: now,
-		End: audit.Position{File: filepath.Base(files[0]), Offset: int64(len(out)), Line: len(lines)}}, signer)
+	line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: audit.OriginOf(home), Seq: seq, Hash: hash, Time: now,
+		End: audit.Position{File: filepath.Base(file), Offset: end, Line: int(seq)}}, signer)
 	if err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(home, "audit", audit.CheckpointsName), line, 0o640)
 	os.WriteFile(filepath.Join(home, "broker", mirrorName), line, 0o600)
+}
+
+// The other attack of an intruder with brokerd's uid: cut the last records
+// off and re-sign brokerd's checkpoints to match, so that brokerd starts
+// on the shorter log. `audit verify` fails on the witness's seq, and the
+// owner's rebase names the witness's checkpoint, not the cut one.
+func TestCutLogWithResignedCheckpointsFailsOnTheWitness(t *testing.T) {
+	h := newHome(t, "[audit]\ncheckpoint_records = 2\n", nil)
+	h.startWitness()
+	h.start()
+	h.deniedCalls(4)
+	h.stopCleanly()
+	poll.Until(t, "the witness holds seq 4", func() bool { _, theirs := h.newest(t); return theirs == 4 })
+
+	files, _ := filepath.Glob(filepath.Join(h.dir, "audit", "2*.jsonl"))
+	data, _ := os.ReadFile(files[0])
+	lines := strings.SplitAfter(string(data), "\n")
+	kept := strings.Join(lines[:2], "")
+	if err := os.WriteFile(files[0], []byte(kept), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	resign(t, h.dir, files[0], 2, sha256.Sum256([]byte(strings.TrimSuffix(lines[1], "\n"))), int64(len(kept)))
+	h.start() // brokerd's own checks pass: its checkpoints were cut to match
+	h.stopCleanly()
+	out, err := h.bxctl("audit", "verify")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "the witness's checkpoint") || !strings.Contains(out, "says it held seq 4") {
+		t.Fatalf("audit verify = exit %d, want 1 saying the witness held seq 4:\n%s", code, out)
+	}
+	out, err = h.bxctl("audit", "verify", "--from-checkpoint")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "the witness's checkpoint") {
+		t.Fatalf("audit verify --from-checkpoint = exit %d, want 1:\n%s", code, out)
+	}
+	out, err = h.bxctl("audit", "checkpoints")
+	if code := exitCode(err); code != 1 || !strings.Contains(out, "BROKERD HAS NONE") {
+		t.Fatalf("audit checkpoints = exit %d, want 1 marking seq 4:\n%s", code, out)
+	}
+	if out, err := h.bxctl("audit", "rebase", "--reason", "cut by an intruder"); err != nil || !strings.Contains(out, `"checkpoint_seq":4`) || !strings.Contains(out, `"checkpoint_witnessed":true`) {
+		t.Fatalf("audit rebase does not name the witness's seq 4: %v\n%s", err, out)
+	}
 }

@@ -34,8 +34,16 @@ func auditRebase(_ context.Context, cmd *cli.Command) error {
 	if err != nil {
 		return err
 	}
+	witnessed, err := audit.ReadWitness(paths.Join("witness"))
+	if err != nil {
+		return fmt.Errorf("audit rebase: %w", err)
+	}
+	var newest *audit.Checkpoint
+	if len(witnessed) > 0 {
+		newest = &witnessed[len(witnessed)-1]
+	}
 	aside, rec, err := audit.Rebase(audit.RebaseConfig{
-		Dir: dir, Mirror: filepath.Join(brokerDir, "checkpoint.last"), Verifier: v,
+		Dir: dir, Mirror: filepath.Join(brokerDir, "checkpoint.last"), Verifier: v, Witnessed: newest,
 		Reason: reason, Approver: "local:" + roles.UserName(uint32(os.Getuid())),
 	})
 	if err != nil {
