@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/audit"
 	"boxmaker/fixtures/poll"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -126,4 +127,25 @@ func TestWitnessdPostsThroughGatewayd(t *testing.T) {
 	k := newKey(t)
 	wantWitnessed(t, h.submit(t, k, k.note(t, 3, 1, "2026-12-01T10:00:00.000Z")), 3)
 	poll.Until(t, "the checkpoint of an ended hour is posted", func() bool { return len(g.seqs()) == 1 })
+}
+
+// After the owner's rebase the witness takes the new chain from seq 1: the
+// poster starts its hours afresh instead of waiting for the old chain's seq.
+func TestPosterStartsAfreshOnANewChain(t *testing.T) {
+	p := &poster{posted: 9}
+	old := audit.Checkpoint{Seq: 9, Time: mustTS(t, "2026-12-01T10:00:00.000Z")}
+	p.took(old)
+	p.took(audit.Checkpoint{Seq: 1, Time: mustTS(t, "2026-12-01T10:05:00.000Z")})
+	if p.cur == nil || p.cur.Seq != 1 || p.due != nil || p.posted != 0 {
+		t.Fatalf("after a lower seq: cur %v, due %v, posted %d; want seq 1 alone", p.cur, p.due, p.posted)
+	}
+}
+
+func mustTS(t *testing.T, s string) wire.Timestamp {
+	t.Helper()
+	ts, err := wire.ParseTimestamp(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ts
 }
