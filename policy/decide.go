@@ -17,6 +17,10 @@ type Request struct {
 	Taint     wire.DataClass
 	Untrusted bool
 	Now       wire.Timestamp
+	// Handles are the session's handles the call refers to, by name
+	// (HandleRefs says which): a reference to a name not here is denied
+	// unknown_handle.
+	Handles map[string]HandleValue
 }
 
 // SessionRequest is the Request for a call in session s: its taint and
@@ -41,12 +45,20 @@ func SessionRequest(s Session, tool, arguments string, now wire.Timestamp) Reque
 //     candidates with when_untrusted = "ask" become ask.
 //  5. auto before ask, then the lowest id: Allowed or AwaitsApproval.
 //
+// Before step 1, each handle the arguments refer to (DESIGN.md section 15)
+// is put in place of its reference and raises the taint and the untrusted
+// flag the call is decided at; a handle the session lacks is denied
+// unknown_handle.
+//
 // grants may be in any order. The error is only for an invalid taint.
 func Decide(grants []Grant, req Request) (Decision, error) {
 	if !req.Taint.Valid() {
 		return Decision{}, fmt.Errorf("policy: session taint %v is not a data class", req.Taint)
 	}
-	d := Decision{tool: req.Tool, arguments: req.Arguments, taint: req.Taint, at: req.Now}
+	d := Decision{tool: req.Tool, arguments: req.Arguments, taint: req.Taint, untrusted: req.Untrusted, at: req.Now}
+	if name, ok := d.resolveHandles(req.Handles); !ok {
+		return d.deny(wire.UnknownHandle, Grant{}, 1, fmt.Sprintf("the session has no handle %s", short(name))), nil
+	}
 	candidates := d.candidates(grants)
 	if len(candidates) == 0 {
 		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil
@@ -65,7 +77,7 @@ func Decide(grants []Grant, req Request) (Decision, error) {
 	if len(fit) == 0 {
 		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant"), nil
 	}
-	left := d.applyUntrusted(req.Untrusted, fit)
+	left := d.applyUntrusted(d.untrusted, fit)
 	if len(left) == 0 {
 		return d.deny(wire.UntrustedSession, choose(fit), 4, `the session is untrusted and every candidate left says when_untrusted = "deny"; step 5 would have chosen this grant`), nil
 	}

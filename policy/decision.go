@@ -42,10 +42,16 @@ type Decision struct {
 	args      wire.ToolArgs
 	taint     wire.DataClass
 	at        wire.Timestamp
-	approver  string
-	post      string
-	hasPost   bool
-	steps     []Step
+	untrusted bool // the session's flag ORed with its handles'
+	// handles are the handles the call referred to; inputClass and
+	// inputUntrusted join their labels (handles.go).
+	handles        []string
+	inputClass     wire.DataClass
+	inputUntrusted bool
+	approver       string
+	post           string
+	hasPost        bool
+	steps          []Step
 }
 
 // Step is one line of a decision's explanation: which of the five steps of

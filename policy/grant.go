@@ -89,6 +89,8 @@ type Grant struct {
 	constraints   Constraints
 	matcher       matcher
 	jobs          []string // nil: every session; else only sessions of these jobs
+	handleResult  bool     // result = "handle": brokerd keeps the result, the model gets a handle
+	declassify    bool     // inspect only: the answer takes result_class, not the handle's class
 }
 
 // ID is the grant file's stem.

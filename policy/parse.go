@@ -28,6 +28,8 @@ type grantFile struct {
 	Constraints *constraintsFile `toml:"constraints"`
 	Examples    []exampleFile    `toml:"examples"`
 	Jobs        *[]string        `toml:"jobs"`
+	Result      *string          `toml:"result"`
+	Declassify  *bool            `toml:"declassify"`
 }
 
 type constraintsFile struct {
@@ -48,7 +50,7 @@ var keyTypes = map[string]string{
 	"constraints.paths": "an array of strings", "constraints.hosts": "an array of strings",
 	"constraints.patterns": "an array of strings", "examples": "an array of tables ([[examples]])",
 	"examples.arguments": "a string", "examples.matches": "true or false",
-	"jobs": "an array of job ids",
+	"jobs": "an array of job ids", "result": `"content" or "handle"`, "declassify": "true or false",
 }
 
 // ParseGrant parses and checks one grant file. file is its name or path:
@@ -190,6 +192,7 @@ func (g *Grant) setOptional(f grantFile, c *collector) {
 		g.jobs, err = parseGrantJobs(*f.Jobs)
 		c.add("jobs", err)
 	}
+	g.setHandleKeys(f, c)
 }
 
 // nameText writes a plain name as it is and anything else quoted.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -268,7 +269,7 @@ func TestUsableInAgreesWithDecide(t *testing.T) {
 func TestSessionRequestTakesTheSessionsWord(t *testing.T) {
 	s, _ := RestoreSession(wire.Secret, true)
 	req := SessionRequest(s, "shell", `{"command":"x"}`, t0)
-	if req != (Request{Tool: "shell", Arguments: `{"command":"x"}`, Taint: wire.Secret, Untrusted: true, Now: t0}) {
+	if !reflect.DeepEqual(req, Request{Tool: "shell", Arguments: `{"command":"x"}`, Taint: wire.Secret, Untrusted: true, Now: t0}) {
 		t.Errorf("request %+v", req)
 	}
 }

@@ -115,7 +115,7 @@ var Pairs = []Pair{
 	// Only the owner's socket accepts approvals, the notes admin kinds and
 	// the owner's job_run, a trigger loopd cannot make (DESIGN.md section 13).
 	{Client: "bxctl", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
-		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse", "job_list", "job_show", "job_run"}},
+		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse", "job_list", "job_show", "job_run", "handle_show"}},
 	// Beside the chat, the owner starts a job's run brokerd was just told
 	// of, and gatewayd takes the job replies that go to Mattermost; neither
 	// may send the other's (DESIGN.md section 13).
@@ -134,6 +134,11 @@ var Pairs = []Pair{
 	// Each egress_open carries one end of the call's socketpair.
 	{Client: "brokerd", Listener: "egressd", Socket: "egress.sock", Protocol: FramesWithDescriptor,
 		Accepts: []string{"egress_open"}},
+	// brokerd's quarantined questions for the inspect tool (DESIGN.md
+	// section 15): frames, not HTTP, so brokerd links no net/http;
+	// inferproxy builds the llama-server request itself.
+	{Client: "brokerd", Listener: "inferproxy", Socket: "infer.sock", Protocol: Frames,
+		Accepts: []string{"inspect_request"}},
 }
 
 // Lookup returns the role named name.

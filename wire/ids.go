@@ -201,9 +201,12 @@ const (
 	// UntrustedSession: the session has read untrusted data and every grant
 	// left for the call says when_untrusted = "deny" (DESIGN.md section 12).
 	UntrustedSession DenyReason = "untrusted_session"
+	// UnknownHandle: an argument names a handle ("handle:h<N>", or
+	// inspect's handle) that the session does not have (DESIGN.md section 15).
+	UnknownHandle DenyReason = "unknown_handle"
 )
 
-var denyReasons = []DenyReason{NoGrant, GrantExpired, TaintTooHigh, DeniedByGrant, ApprovalRefused, ApprovalExpired, UntrustedSession}
+var denyReasons = []DenyReason{NoGrant, GrantExpired, TaintTooHigh, DeniedByGrant, ApprovalRefused, ApprovalExpired, UntrustedSession, UnknownHandle}
 
 func (r DenyReason) MarshalText() ([]byte, error) {
 	if err := checkEnum(string(r), denyReasons); err != nil {

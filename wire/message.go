@@ -134,6 +134,11 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"checkpoint_refused", CheckpointRefused{}},
 	variant{"checkpoint_post", CheckpointPost{}},
 	variant{"checkpoint_posted", CheckpointPosted{}},
+	// Handles and inspect (inspect.go).
+	variant{"inspect_request", InspectRequest{}},
+	variant{"inspect_result", InspectResult{}},
+	variant{"handle_show", HandleShow{}},
+	variant{"handle_show_result", HandleShowResult{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",
@@ -143,7 +148,7 @@ var toolResponses = newUnion[ToolResponse]("status", "",
 	variant{"denied", Denied{}},
 )
 
-var unions = []*union{messages, toolResponses, chatEvents, decisions, logRecords}
+var unions = []*union{messages, toolResponses, chatEvents, decisions, logRecords, inspectAnswers}
 
 // partial lists the message types sent with final false: a response that
 // goes on. Every other message is a whole request or the end of a response.

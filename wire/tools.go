@@ -48,7 +48,7 @@ func (d Dimension) Key() string {
 
 // ToolArgs is the strictly decoded arguments of one tool call: one of
 // HTTPFetchArgs, FileReadArgs, NotesReadArgs, NotesWriteArgs,
-// NotesSearchArgs, ShellArgs or ConsultArgs. The set is closed.
+// NotesSearchArgs, ShellArgs, ConsultArgs or InspectArgs. The set is closed.
 type ToolArgs interface {
 	// Subject is the argument the tool's Dimension reads (the URL, the path
 	// or the command), or "" for a tool without one and for a ScopedPaths
@@ -128,7 +128,10 @@ type Tool struct {
 	Schema      string    // JSON schema of the arguments object, for the model
 	Dimension   Dimension // what its grants' constraints read
 	Sandbox     Sandbox   // what brokerd mounts and connects, and toolkit confines itself to
-	decode      func(arguments []byte) (ToolArgs, error)
+	// InBroker says brokerd answers the tool itself (inspect): it has no
+	// sandbox, no toolkit code, and Sandbox is the zero value.
+	InBroker bool
+	decode   func(arguments []byte) (ToolArgs, error)
 }
 
 // ScopedPaths reports whether the grant's paths say which part of memory/
@@ -203,6 +206,15 @@ var toolCatalog = []Tool{
 		Dimension:   NoDimension,
 		Sandbox:     Sandbox{Egress: Egress{To: ConsultEndpoint, Method: "POST"}},
 		decode:      decodeArgs[ConsultArgs],
+	},
+	{
+		Name:        "inspect",
+		Description: "Ask a typed question about a handle (a result kept out of this conversation) and get only the answer: true/false, one of the values given, or an integer in a range.",
+		Schema: `{"type":"object","properties":{"handle":{"type":"string","description":"The handle's name, such as h1."},"question":{"type":"string","description":"The question about the handle's content."},"answer":{"type":"object","description":"The answer's type: {\"type\":\"bool\"}, {\"type\":\"enum\",\"values\":[...]} (at most 16) or {\"type\":\"integer\",\"min\":0,\"max\":10}.",` +
+			`"properties":{"type":{"type":"string","enum":["bool","enum","integer"]},"values":{"type":"array","items":{"type":"string"}},"min":{"type":"integer"},"max":{"type":"integer"}},"required":["type"]}},"required":["handle","question","answer"],"additionalProperties":false}`,
+		Dimension: NoDimension,
+		InBroker:  true,
+		decode:    decodeInspect,
 	},
 }
 

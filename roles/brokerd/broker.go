@@ -22,6 +22,7 @@ type broker struct {
 	audit     *audit.Writer
 	witness   *witnessClient // hands each checkpoint to witnessd
 	sessions  *sessions
+	handles   *handleStore // results kept as handles (handles.go)
 	approvals *approvals
 	runner    *runner
 	jobRuns   *jobRuns    // the job sessions brokerd minted (jobruns.go)
@@ -154,6 +155,12 @@ func (b *broker) handleAdmin(req wire.Envelope, approver string, reply replyFunc
 		return reply(true, b.answerApproval(m, approver))
 	case wire.SessionState:
 		res, err := b.sessionState(m.Session)
+		if err != nil {
+			return err
+		}
+		return reply(true, res)
+	case wire.HandleShow:
+		res, err := b.handleShow(m)
 		if err != nil {
 			return err
 		}

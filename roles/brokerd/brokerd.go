@@ -97,6 +97,9 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}
+	if b.handles, err = openHandles(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
+		return nil, err
+	}
 	if b.jobRuns, err = openJobRuns(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {
 		return nil, err
 	}

@@ -44,10 +44,17 @@ func (b *broker) decide(req wire.ToolRequest, state policy.Session) (policy.Deci
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	return policy.Decide(b.grantsIn(req.Session), policy.SessionRequest(state, req.Tool, req.Arguments, now))
+	r := policy.SessionRequest(state, req.Tool, req.Arguments, now)
+	// Only the session's own handles: another session's names are unknown.
+	if r.Handles, err = b.handles.load(req.Session, policy.HandleRefs(req.Tool, req.Arguments)); err != nil {
+		return policy.Decision{}, err
+	}
+	return policy.Decide(b.grantsIn(req.Session), r)
 }
 
-// record writes d to the audit log and returns once it is durable.
+// record writes d to the audit log and returns once it is durable. The
+// record keeps the call's arguments as loopd sent them: a handle stands
+// there as its reference ("handle:h1"), never as its content.
 //
 // WARNING: every path that lets a decision take effect (a run, a denial sent)
 // calls record first and stops on its error. TestEveryDecisionIsAudited
@@ -77,9 +84,19 @@ func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	if err != nil {
 		return err
 	}
-	out, err := b.runner.run(ctx, d, b.noteWriter(req, g))
+	if tool, _ := wire.ToolByName(d.Tool()); tool.InBroker {
+		return b.inspect(ctx, req, d, g, reply)
+	}
+	// What the call was given through handles labels what it returns and
+	// what it writes, as the notes it could read do.
+	in := inputLabel(d)
+	out, err := b.runner.run(ctx, d, b.noteWriter(req, g, in))
 	if err != nil {
 		return err
+	}
+	out.read = out.read.join(in)
+	if out.ran && out.output.OK && g.ResultIsHandle() {
+		return b.keepHandle(req, g, out, reply)
 	}
 	if out.ran {
 		// The session takes on the labels of the notes its sandbox could

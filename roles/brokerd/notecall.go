@@ -61,14 +61,15 @@ type pendingRecord struct {
 	SinceNS   uint64         `json:"since_ns"`
 }
 
-// noteWriter describes the call req, run under g, to the labels.
-func (b *broker) noteWriter(req wire.ToolRequest, g policy.Grant) noteWriter {
+// noteWriter describes the call req, run under g with in, the labels of
+// the handles it was given, to the labels.
+func (b *broker) noteWriter(req wire.ToolRequest, g policy.Grant, in taintLabel) noteWriter {
 	return noteWriter{session: req.Session, call: req.Call, base: func() (taintLabel, error) {
 		st, err := b.sessions.get(req.Session)
 		if err != nil {
 			return taintLabel{}, err
 		}
-		return taintLabel{class: max(st.Taint(), g.ResultClass()), untrusted: st.Untrusted() || g.Untrusted()}, nil
+		return taintLabel{class: max(st.Taint(), g.ResultClass()), untrusted: st.Untrusted() || g.Untrusted()}.join(in), nil
 	}}
 }
 

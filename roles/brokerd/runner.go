@@ -53,6 +53,9 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 	if err != nil {
 		return outcome{}, err
 	}
+	if tool, _ := wire.ToolByName(d.Tool()); tool.InBroker {
+		return outcome{}, fmt.Errorf("%s is answered by brokerd, never run in a sandbox", d.Tool())
+	}
 	select {
 	case r.slots <- struct{}{}:
 		defer func() { <-r.slots }()

@@ -20,6 +20,7 @@ func Commands() []*cli.Command {
 		chatCommand(),
 		sessionsCommand(),
 		notesCommand(),
+		handlesCommand(),
 		jobsCommand(),
 		installCommand(),
 		auditCommand(),

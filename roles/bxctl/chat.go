@@ -43,7 +43,8 @@ type view interface {
 	reasoning(text string)
 	activity(line string)
 	done(content string)
-	askApproval(a wire.Approval) *bool // nil when it cannot ask
+	handle(ref wire.HandleRef, content string) // a handle the reply mentions, for the owner
+	askApproval(a wire.Approval) *bool         // nil when it cannot ask
 }
 
 func chat(ctx context.Context, cmd *cli.Command) error {
@@ -106,6 +107,7 @@ func (c *chatter) turn(ctx context.Context, content string) error {
 	}
 	c.session = &done.Session
 	c.view.done(done.Content)
+	c.showHandles(ctx, done.Session, done.Content)
 	return nil
 }
 

@@ -27,6 +27,9 @@ func (v plainView) delta(string)         {}
 func (v plainView) reasoning(string)     {}
 func (v plainView) activity(line string) { fmt.Fprintln(v.err, "boxmaker: "+termtext.Line(line)) }
 func (v plainView) done(content string)  { fmt.Fprintln(v.out, termtext.Clean(content)) }
+func (v plainView) handle(ref wire.HandleRef, content string) {
+	writeHandle(v.out, ref, content)
+}
 
 func (v plainView) askApproval(a wire.Approval) *bool {
 	describeApproval(v.err, a)
@@ -106,6 +109,13 @@ func (v *termView) endLine() {
 }
 
 func (v *termView) done(string) { v.endLine() }
+
+func (v *termView) handle(ref wire.HandleRef, content string) {
+	v.endLine()
+	var b strings.Builder
+	writeHandle(&b, ref, content)
+	v.write(b.String()) // writeHandle sanitized it
+}
 
 // askApproval asks on a clean terminal: state reset, keys typed before the
 // question dropped, the prompt naming the approval and its subject. Only y

@@ -48,7 +48,11 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		}
 		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
 	}
-	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream})
+	inspectPair, ok := roles.PairOf("brokerd", "inferproxy")
+	if !ok {
+		return errors.New("the role table has no brokerd-inferproxy pair")
+	}
+	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream, InspectSocket: inspectPair.Path(paths), InspectSlot: cfg.Inspect.Slot})
 }
 
 // Options is what inferproxy needs; Main and tests fill it, and a zero
@@ -58,6 +62,11 @@ type Options struct {
 	Upstream  string               // http://host:port, optionally with a path prefix; required
 	AllowPeer func(sock.Peer) bool // who may connect; nil: loopd's uids (roles.PeerUIDs)
 	Log       *log.Logger          // nil: standard error
+	// InspectSocket is where Main creates brokerd's infer.sock for the
+	// inspect tool's quarantined questions; "" serves none.
+	InspectSocket string
+	InspectSlot   int                  // the slot those questions use; -1: the server's last
+	InspectPeer   func(sock.Peer) bool // who may ask; nil: brokerd's uids
 }
 
 // Main checks the upstream, listens on opts.Socket and serves until ctx
@@ -71,7 +80,48 @@ func Main(ctx context.Context, opts Options) error {
 		return fmt.Errorf("inferproxy: %w", err)
 	}
 	defer ln.Close()
-	return Serve(ctx, ln, opts)
+	if opts.InspectSocket == "" {
+		return Serve(ctx, ln, opts)
+	}
+	inspectCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stopInspect, err := startInspect(inspectCtx, opts)
+	if err != nil {
+		return fmt.Errorf("inferproxy: %w", err)
+	}
+	err = Serve(ctx, ln, opts)
+	cancel() // loopd's side has stopped: so does brokerd's
+	return errors.Join(err, stopInspect())
+}
+
+// startInspect serves brokerd's pair beside loopd's until ctx ends; the
+// function it returns waits for that and says why it stopped.
+func startInspect(ctx context.Context, opts Options) (func() error, error) {
+	lg := opts.Log
+	if lg == nil {
+		lg = log.New(os.Stderr, "inferproxy: ", 0)
+	}
+	up, err := parseUpstream(opts.Upstream)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := sock.ServerFor("brokerd", "inferproxy", lg)
+	if err != nil {
+		return nil, err
+	}
+	if opts.InspectPeer != nil {
+		srv.AllowPeer = opts.InspectPeer
+	}
+	ln, err := sock.Listen(opts.InspectSocket)
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		defer ln.Close()
+		done <- serveInspect(ctx, ln, srv, newQuarantine(up, opts.InspectSlot, lg))
+	}()
+	return func() error { return <-done }, nil
 }
 
 // shutdownGrace is how long a stopping inferproxy lets replies in flight

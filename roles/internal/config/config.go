@@ -24,6 +24,8 @@ type Config struct {
 	Consult Consult  `toml:"consult"`
 	Loop    Loop     `toml:"loop"`
 	Audit   Audit    `toml:"audit"`
+	Handles Handles  `toml:"handles"`
+	Inspect Inspect  `toml:"inspect"`
 	Gateway *Gateway `toml:"gateway"` // gatewayd runs only when this table is present
 }
 
@@ -107,9 +109,11 @@ func Defaults() Config {
 			MaxSandboxes: 8, MaxPendingApprovals: 16, MaxConnections: 64, FrameTimeout: Dur(10 * time.Second)},
 		Sandbox: Sandbox{Bwrap: "/usr/bin/bwrap", CPUSeconds: 10, MemoryMB: 512, WallTime: Dur(30 * time.Second), OutputBytes: 1 << 20, Processes: 64,
 			SystemPaths: []string{}, ShellPath: "/usr/bin:/bin"},
-		Egress: Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
-		Loop:   DefaultLoop(),
-		Audit:  DefaultAudit(),
+		Egress:  Egress{MaxBytes: 4 << 20, Timeout: Dur(20 * time.Second), MaxRedirects: 5},
+		Loop:    DefaultLoop(),
+		Audit:   DefaultAudit(),
+		Handles: DefaultHandles(),
+		Inspect: DefaultInspect(),
 	}
 }
 
@@ -141,8 +145,10 @@ func (c *Config) finish() error {
 	if up := os.Getenv(UpstreamEnv); up != "" {
 		c.Infer.Upstream = up
 	}
-	if err := c.Audit.Check(); err != nil {
-		return err
+	for _, check := range []func() error{c.Audit.Check, c.Handles.Check, c.Inspect.Check} {
+		if err := check(); err != nil {
+			return err
+		}
 	}
 	if c.Gateway != nil {
 		if err := c.Gateway.Check(); err != nil {

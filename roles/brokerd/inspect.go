@@ -1,0 +1,121 @@
+package brokerd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"boxmaker/policy"
+	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
+)
+
+// inputLabel is the join of the labels of the handles d's call referred to.
+func inputLabel(d policy.Decision) taintLabel {
+	class, untrusted := d.InputLabel()
+	return taintLabel{class: class, untrusted: untrusted}
+}
+
+// keepHandle stores a result under a grant with result = "handle" and
+// answers only its reference (DESIGN.md section 15), labelled with the
+// session as it is: the session's taint and untrusted flag do not change.
+// The handle keeps the label the result would have had, and its content
+// is redacted and cut like any result.
+func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, reply replyFunc) error {
+	res := label(out.output.Content, g, out.read, out.secrets, b.cfg.Broker.ResultMaxBytes)
+	ref, err := b.handles.put(req.Session, req.Tool, taintLabel{class: res.Class, untrusted: res.Untrusted}, res.Content)
+	if errors.Is(err, errHandleLimit) {
+		b.log.Printf("session %s call %d: %v", req.Session, req.Call, err)
+		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: the result was not kept: %v", req.Tool, err)})
+	}
+	if err != nil {
+		return err
+	}
+	st, err := b.sessions.get(req.Session)
+	if err != nil {
+		return err
+	}
+	content, err := wire.Marshal(&ref)
+	if err != nil {
+		return err
+	}
+	return reply(true, wire.Result{Content: string(content), Class: st.Taint(), Untrusted: st.Untrusted()})
+}
+
+// inspect answers an allowed inspect call: one more of the handle's
+// questions, asked of the quarantined model through inferproxy, and only
+// an answer of the asked type comes back. The answer is trusted (a typed
+// value carries no instructions); its class is that of what the question
+// read, unless the grant says declassify = true, when its result_class
+// stands. An answer outside its type fails without being quoted.
+func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Decision, g policy.Grant, reply replyFunc) error {
+	args, ok := d.Args().(wire.InspectArgs)
+	if !ok {
+		return fmt.Errorf("inspect: arguments of type %T", d.Args())
+	}
+	h, err := b.handles.ask(req.Session, args.Handle, b.cfg.Inspect.MaxQuestions)
+	if errors.Is(err, errHandleLimit) {
+		return reply(true, wire.Failed{Message: "inspect: " + err.Error()})
+	}
+	if err != nil {
+		return err
+	}
+	text, err := b.askQuarantined(ctx, wire.InspectRequest{Question: args.Question, Data: h.Content, Answer: args.Answer})
+	if err != nil {
+		b.log.Printf("session %s call %d: inspect: %v", req.Session, req.Call, err)
+		return reply(true, wire.Failed{Message: "inspect: the quarantined model did not answer; try again later"})
+	}
+	answer, err := args.Answer.Parse(text)
+	if err != nil {
+		b.log.Printf("session %s call %d: inspect %s: %v", req.Session, req.Call, args.Handle, err)
+		return reply(true, wire.Failed{Message: "inspect: " + err.Error() + " (it is not shown)"})
+	}
+	class := inputLabel(d).class
+	if g.Declassify() {
+		class = g.ResultClass()
+	}
+	if err := b.sessions.raise(req.Session, taintLabel{class: class}); err != nil {
+		return err
+	}
+	return reply(true, wire.Result{Content: answer, Class: class, Untrusted: false})
+}
+
+// askQuarantined sends q to inferproxy on brokerd's own pair and returns
+// the model's answer, unchecked.
+func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, b.cfg.Inspect.Timeout.D())
+	defer cancel()
+	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inferproxy"))
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	m, err := c.Call(ctx, q, nil)
+	if err != nil {
+		return "", err
+	}
+	res, ok := m.(wire.InspectResult)
+	if !ok {
+		return "", fmt.Errorf("inferproxy answered %s", wire.KindOf(m))
+	}
+	return res.Answer, nil
+}
+
+// raise records that a result labelled l reached the session, durably,
+// before it is sent (the WARNING on applyResult holds here too).
+func (s *sessions) raise(id wire.SessionID, l taintLabel) error {
+	return s.update(id, func(st policy.Session) (policy.Session, error) {
+		return policy.RestoreSession(max(st.Taint(), l.class), st.Untrusted() || l.untrusted)
+	})
+}
+
+// handleShow is one of a session's handles with its content, for the
+// owner; Ref is null when the session has no such handle.
+func (b *broker) handleShow(q wire.HandleShow) (wire.HandleShowResult, error) {
+	h, ok, err := b.handles.get(q.Session, q.Handle)
+	if err != nil || !ok {
+		return wire.HandleShowResult{Session: q.Session}, err
+	}
+	ref := h.ref(q.Handle)
+	return wire.HandleShowResult{Session: q.Session, Ref: &ref, Content: h.Content}, nil
+}

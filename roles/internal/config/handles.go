@@ -1,0 +1,52 @@
+package config
+
+import (
+	"errors"
+	"time"
+)
+
+// Handles bounds what brokerd keeps for grants with result = "handle"
+// (DESIGN.md section 15), per session.
+type Handles struct {
+	MaxPerSession   int `toml:"max_per_session"`   // handles one session may hold
+	MaxSessionBytes int `toml:"max_session_bytes"` // their content together
+}
+
+// Inspect is the quarantined model request of the inspect tool.
+type Inspect struct {
+	// MaxQuestions is how many questions one handle answers.
+	MaxQuestions int `toml:"max_questions"`
+	// Slot is the llama-server slot inferproxy asks on; -1 (the default)
+	// is the server's last slot, from GET /props.
+	Slot int `toml:"slot"`
+	// Timeout bounds one question, from brokerd's request to the answer.
+	Timeout Duration `toml:"timeout"`
+}
+
+// DefaultHandles and DefaultInspect are the tables' defaults.
+func DefaultHandles() Handles { return Handles{MaxPerSession: 256, MaxSessionBytes: 16 << 20} }
+
+func DefaultInspect() Inspect {
+	return Inspect{MaxQuestions: 3, Slot: -1, Timeout: Dur(2 * time.Minute)}
+}
+
+// Check reports what is wrong with h, naming the key.
+func (h Handles) Check() error {
+	if h.MaxPerSession < 1 || h.MaxSessionBytes < 1 {
+		return errors.New("handles.max_per_session and handles.max_session_bytes must be at least 1")
+	}
+	return nil
+}
+
+// Check reports what is wrong with i, naming the key.
+func (i Inspect) Check() error {
+	switch {
+	case i.MaxQuestions < 1:
+		return errors.New("inspect.max_questions must be at least 1")
+	case i.Slot < -1:
+		return errors.New("inspect.slot must be a slot id (0 and up), or -1 for the server's last slot")
+	case i.Timeout.D() < time.Second:
+		return errors.New("inspect.timeout must be at least 1s")
+	}
+	return nil
+}
