@@ -157,4 +157,18 @@ func TestHandleShow(t *testing.T) {
 	if _, _, err := h.call("loopd", wire.HandleShow{Session: sessionID(t, "s1"), Handle: "h1"}); err == nil {
 		t.Error("loopd's socket answered handle_show")
 	}
+	// The owner's command: content sanitized, label beside it.
+	h.write("memory/secret/esc.md", "clear\x1b[2J")
+	h.readHandle("s1")
+	h.mustResult("s1", "notes_read", `{"path":"secret/esc.md"}`)
+	out, err := h.bxctl("handles", "show", "s1", "h3")
+	if err != nil || !strings.Contains(out, `clear\x1b[2J`) || !strings.Contains(out, "h3: secret, trusted, 9 bytes from notes_read") {
+		t.Errorf("handles show: %v\n%q", err, out)
+	}
+	if strings.ContainsRune(out, 0x1b) {
+		t.Errorf("an escape reached the terminal: %q", out)
+	}
+	if out, err := h.bxctl("handles", "show", "s1", "h9"); err == nil || !strings.Contains(out, "has no handle h9") {
+		t.Errorf("an unknown handle: %v %s", err, out)
+	}
 }
