@@ -17,7 +17,7 @@ VULNDB ?= https://vuln.go.dev
 
 # audit/ is a directory of the source tree: without .PHONY, make thinks
 # the audit target is up to date.
-.PHONY: systemd-check deploy soak help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
+.PHONY: systemd-check deploy soak utility help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -43,6 +43,9 @@ race: ## every test, with the race detector
 
 audit: ## govulncheck (pinned in go.mod) against the dependencies; needs VULNDB (egress), not in the gate
 	@GO=$(GO) sh scripts/audit.sh $(VULNDB)
+
+utility: deps ## the handles task suite (DESIGN.md 15): tasks done and injected actions that got through, with handles and with session taint
+	$(GO) test -count=1 -run '^TestUtilitySuite$$' -v . | grep -v '^=== RUN'
 
 bench: ## the benchmarks, with their figures
 	AUDIT_BENCH_MB=$(AUDIT_BENCH_MB) $(GO) test -run '^$$' -bench . -benchmem ./...
