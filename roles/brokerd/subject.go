@@ -53,6 +53,8 @@ func subjectOf(args wire.ToolArgs) string {
 		return termtext.Line(a.Command)
 	case wire.ConsultArgs:
 		return clipped(a.Prompt)
+	case wire.InspectArgs:
+		return a.Handle + ": " + clipped(a.Question)
 	}
 	return argumentsSubject(args)
 }

@@ -29,6 +29,7 @@ func TestSubjectOf(t *testing.T) {
 		{"a short prompt", "consult", `{"prompt":"summarise"}`, "summarise (9 bytes)"},
 		{"a long prompt: 200 characters and the size", "consult", `{"prompt":"` + long + `"}`, strings.Repeat("é", 200) + "… (500 bytes)"},
 		{"a search", "notes_search", `{"query":"milk"}`, "milk (4 bytes)"},
+		{"a question about a handle", "inspect", `{"handle":"h2","question":"rain?\u001b[2J","answer":{"type":"bool"}}`, `h2: rain?\x1b[2J (9 bytes)`},
 	} {
 		args, err := wire.DecodeToolArgs(c.tool, c.args)
 		if err != nil {

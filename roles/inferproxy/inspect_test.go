@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/gateprobe"
 	"boxmaker/fixtures/syncbuf"
+	"boxmaker/roles"
 	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -124,4 +126,11 @@ func TestInspectUpstreamFailure(t *testing.T) {
 	if err == nil || strings.Contains(err.Error(), "4711") {
 		t.Errorf("error %v", err)
 	}
+}
+
+// brokerd's infer.sock accepts exactly its row of the role table.
+func TestInspectSockServesItsPair(t *testing.T) {
+	path, _ := startInspectProxy(t, []llamadouble.Rule{{Content: "true"}}, 0)
+	pair, _ := roles.PairOf("brokerd", "inferproxy")
+	gateprobe.Frames(t, path, pair)
 }
