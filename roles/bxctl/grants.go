@@ -96,9 +96,22 @@ func writeGrantTable(out io.Writer, grants []policy.Grant) {
 			jobs = strings.Join(ids, ",")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
-			g.ResultClass(), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()), jobs)
+			resultText(g), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()), jobs)
 	}
 	tw.Flush()
+}
+
+// resultText is the class of a grant's results, and what becomes of them
+// when it is not plain content (DESIGN.md section 15): "secret(handle)",
+// or for an inspect grant "public(declassify)".
+func resultText(g policy.Grant) string {
+	switch {
+	case g.ResultIsHandle():
+		return g.ResultClass().String() + "(handle)"
+	case g.Declassify():
+		return g.ResultClass().String() + "(declassify)"
+	}
+	return g.ResultClass().String()
 }
 
 func constraintText(c policy.Constraints) string {

@@ -2,6 +2,7 @@ package bxctl
 
 import (
 	"bytes"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -48,6 +49,18 @@ func TestHandlesUsage(t *testing.T) {
 	} {
 		if code, out, errOut := run(t, append(args, "--home", t.TempDir())...); code != 2 {
 			t.Errorf("%v: status %d, want 2\n%s%s", args, code, out, errOut)
+		}
+	}
+}
+
+func TestGrantsCheckSaysWhatBecomesOfResults(t *testing.T) {
+	code, out, errOut := run(t, "grants", "check", "../../fixtures/policy/handle-grants")
+	if code != 0 {
+		t.Fatalf("status %d\n%s%s", code, out, errOut)
+	}
+	for _, want := range []string{`notes-secret +notes_read +auto +secret +secret\(handle\) +false`, `inspect-declassify +inspect +auto +secret +public\(declassify\) +true`, `fetch-public +http_fetch +auto +private +public +true`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("grants check lacks %q:\n%s", want, out)
 		}
 	}
 }
