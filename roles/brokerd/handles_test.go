@@ -172,3 +172,17 @@ func TestHandleShow(t *testing.T) {
 		t.Errorf("an unknown handle: %v %s", err, out)
 	}
 }
+
+// No grant mounts the handles: a file_read grant on broker/handles (or on
+// one session's) is refused, and the content stays in brokerd.
+func TestHandlesAreNeverMounted(t *testing.T) {
+	h := newHome(t, "", handleGrants())
+	dir := filepath.Join(h.dir, "broker", "handles")
+	h.write("etc/grants/handles.toml", "tool = \"file_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\n[constraints]\npaths = [\""+dir+"\"]\n")
+	h.start()
+	h.readHandle("s1")
+	got := h.toolCall("s1", "file_read", `{"path":"`+filepath.Join(dir, "s1", "h1")+`"}`)
+	if f, ok := got.(wire.Failed); !ok || !strings.Contains(f.Message, "boxmaker's own state") || strings.Contains(f.Message, "PIN") {
+		t.Errorf("got %#v, want a refusal to mount state", got)
+	}
+}
