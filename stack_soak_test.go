@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/poll"
+	"boxmaker/roles"
 	"boxmaker/wire"
 )
 
@@ -42,21 +43,33 @@ func TestSoak(t *testing.T) {
 		t.Skip("skipping: the soak runs with make soak (BOXMAKER_SOAK=1)")
 	}
 	s := startStack(t, nil)
-	roles := []string{"inferproxy", "loopd", "brokerd", "egressd"}
+	daemons := soakDaemons()
 	run := &soakRun{sock: filepath.Join(s.home, "run", "bxctl-loopd", "loop.sock"), sessions: make([]*wire.SessionID, soakSessions)}
 	start := time.Now()
 	run.batch(t, 0, soakWarmup)
-	baseline := quietUsage(t, s, roles)
+	baseline := quietUsage(t, s, daemons)
 	run.batch(t, soakWarmup, soakTurns)
-	end := quietUsage(t, s, roles)
+	end := quietUsage(t, s, daemons)
 	t.Logf("%d turns over %d sessions, %d at a time, in %v (%d of them warm-up)", run.done.Load(), soakSessions, soakWorkers, time.Since(start).Round(time.Second), soakWarmup)
-	for _, r := range roles {
+	for _, r := range daemons {
 		b, e := baseline[r], end[r]
 		t.Logf("%-10s fds %4d -> %4d   rss %6d -> %6d KiB", r, b.fds, e.fds, b.rssKiB, e.rssKiB)
 		if grew(b.fds, e.fds, 4) || grew(b.rssKiB, e.rssKiB, 4096) {
 			t.Errorf("%s grew by more than a tenth after the warm-up", r)
 		}
 	}
+}
+
+// soakDaemons is every daemon of the role table the soak's stack runs:
+// all but those that need a config table it does not have ([gateway]).
+func soakDaemons() []string {
+	var names []string
+	for _, r := range roles.Table {
+		if r.Daemon && r.Needs == "" {
+			names = append(names, r.Name)
+		}
+	}
+	return names
 }
 
 // soakRun is the soak's turns and the sessions they made.
