@@ -35,7 +35,15 @@ const (
 	soakTurns    = 5000
 	soakSessions = 500
 	soakWorkers  = 64
-	soakWarmup   = 1000 // turns before the baseline is taken
+	// Sessions live a generation at a time, each for its turnsPerSession
+	// turns, so that every batch of turns after the warm-up meets
+	// conversations of the same lengths as the warm-up did. With every
+	// session alive from the start, the last turns carried five times the
+	// prompt of the first, and a role that keeps the latest prompts (the
+	// scripted model's slot) grew with them, not with time.
+	soakGeneration  = 100 // sessions alive at a time
+	turnsPerSession = soakTurns / soakSessions
+	soakWarmup      = soakGeneration * turnsPerSession // the first generation
 )
 
 func TestSoak(t *testing.T) {
@@ -76,7 +84,8 @@ func soakDaemons() []string {
 type soakRun struct {
 	sock     string
 	mu       sync.Mutex
-	sessions []*wire.SessionID // a turn's slot, once its first turn made it
+	sessions []*wire.SessionID        // a turn's slot, once its first turn made it
+	inTurn   [soakSessions]sync.Mutex // one turn at a time in a session
 	done     atomic.Int64
 }
 
@@ -115,15 +124,20 @@ func (r *soakRun) batch(t *testing.T, from, to int) {
 	}
 }
 
-// turn runs turn i in its session (every second one reads a note),
-// starting the session if it is the slot's first turn.
+// turn runs turn i in its session (every second one of a session reads a
+// note), starting the session if it is the slot's first turn. A
+// generation's sessions take turns in rounds, so a session's turns are a
+// round apart.
 func (r *soakRun) turn(c net.Conn, i int) error {
-	slot := i % soakSessions
+	gen, j := i/soakWarmup, i%soakWarmup
+	slot, nth := gen*soakGeneration+j%soakGeneration, j/soakGeneration
+	r.inTurn[slot].Lock()
+	defer r.inTurn[slot].Unlock()
 	r.mu.Lock()
 	id := r.sessions[slot]
 	r.mu.Unlock()
 	msg := "hello"
-	if i%2 == 1 {
+	if nth%2 == 1 {
 		msg = "read note welcome.md"
 	}
 	got, err := soakTurn(c, uint64(i+1), id, msg)
