@@ -95,6 +95,9 @@ func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Dec
 		return err
 	}
 	out.read = out.read.join(in)
+	if !out.ran && len(d.Handles()) > 0 {
+		out = withheldFailure(req, d, b.log)
+	}
 	if out.ran && out.output.OK && g.ResultIsHandle() {
 		return b.keepHandle(req, g, out, reply)
 	}

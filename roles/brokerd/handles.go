@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -148,20 +149,39 @@ func (s *handleStore) load(id wire.SessionID, names []string) (map[string]policy
 	return out, nil
 }
 
-// ask counts one more question to the handle, durably, before it is asked,
-// so that a crash never gives a handle more than maxQuestions answers.
-func (s *handleStore) ask(id wire.SessionID, name string, maxQuestions int) (storedHandle, error) {
+// ask counts one more question to each handle it reads (about, and every
+// handle in reads: the question itself may be a handle's content),
+// durably, before it is asked, so that neither a crash nor a fresh handle
+// to ask about gives a handle more than maxQuestions answers. It returns
+// the handle about.
+func (s *handleStore) ask(id wire.SessionID, about string, reads []string, maxQuestions int) (storedHandle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h, ok, err := s.get(id, name)
-	switch {
-	case err != nil:
-		return storedHandle{}, err
-	case !ok:
-		return storedHandle{}, fmt.Errorf("%w: the session has no handle %s", errHandleLimit, name)
-	case h.Questions >= uint64(maxQuestions):
-		return storedHandle{}, fmt.Errorf("%w: %s has answered its %d questions (inspect.max_questions)", errHandleLimit, name, maxQuestions)
+	names := append([]string{about}, reads...)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	read := make([]storedHandle, len(names))
+	for i, name := range names {
+		h, ok, err := s.get(id, name)
+		switch {
+		case err != nil:
+			return storedHandle{}, err
+		case !ok:
+			return storedHandle{}, fmt.Errorf("%w: the session has no handle %s", errHandleLimit, name)
+		case h.Questions >= uint64(maxQuestions):
+			return storedHandle{}, fmt.Errorf("%w: %s has answered its %d questions (inspect.max_questions)", errHandleLimit, name, maxQuestions)
+		}
+		read[i] = h
 	}
-	h.Questions++
-	return h, s.write(s.sessionDir(id), name, h)
+	var asked storedHandle
+	for i, name := range names {
+		read[i].Questions++
+		if err := s.write(s.sessionDir(id), name, read[i]); err != nil {
+			return storedHandle{}, err
+		}
+		if name == about {
+			asked = read[i]
+		}
+	}
+	return asked, nil
 }

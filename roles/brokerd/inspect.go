@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
+	"strings"
 
 	"boxmaker/policy"
 	"boxmaker/roles/internal/sock"
@@ -14,6 +16,16 @@ import (
 func inputLabel(d policy.Decision) taintLabel {
 	class, untrusted := d.InputLabel()
 	return taintLabel{class: class, untrusted: untrusted}
+}
+
+// withheldFailure stands for the reason a call that referred to handles
+// did not run: that reason may quote its arguments (a note's path, a
+// mount), which held the handles' content, and a call that did not run
+// raises nothing, so the model would read the content with the session
+// clean. The reason is not logged either: it may be a secret.
+func withheldFailure(req wire.ToolRequest, d policy.Decision, lg *log.Logger) outcome {
+	lg.Printf("session %s call %d: %s did not run; the reason is withheld, it may quote %s", req.Session, req.Call, d.Tool(), strings.Join(d.Handles(), ", "))
+	return failedOutcome("%s: not run; the reason is not shown, as it may quote the content of %s", d.Tool(), strings.Join(d.Handles(), ", "))
 }
 
 // keepHandle stores a result under a grant with result = "handle" and
@@ -42,8 +54,8 @@ func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, r
 	return reply(true, wire.Result{Content: string(content), Class: st.Taint(), Untrusted: st.Untrusted()})
 }
 
-// inspect answers an allowed inspect call: one more of the handle's
-// questions, asked of the quarantined model through inferproxy, and only
+// inspect answers an allowed inspect call: one more question of each
+// handle it reads (the question may be a handle's content too), asked of the quarantined model through inferproxy, and only
 // an answer of the asked type comes back. The answer is trusted (a typed
 // value carries no instructions); its class is that of what the question
 // read, unless the grant says declassify = true, when its result_class
@@ -53,7 +65,7 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	if !ok {
 		return fmt.Errorf("inspect: arguments of type %T", d.Args())
 	}
-	h, err := b.handles.ask(req.Session, args.Handle, b.cfg.Inspect.MaxQuestions)
+	h, err := b.handles.ask(req.Session, args.Handle, d.Handles(), b.cfg.Inspect.MaxQuestions)
 	if errors.Is(err, errHandleLimit) {
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error()})
 	}
