@@ -44,8 +44,10 @@ type Approval struct {
 	Arguments    string    `json:"arguments"` // canonical JSON, exactly what runs
 	Grant        string    `json:"grant"`
 	SessionTaint DataClass `json:"session_taint"`
-	// SessionUntrusted says the session has read untrusted data: why an
-	// auto grant with when_untrusted = "ask" is asking.
+	// SessionUntrusted says the session has read untrusted data or the
+	// call refers to an untrusted handle: why an auto grant with
+	// when_untrusted = "ask" is asking. SessionTaint likewise is the
+	// session's taint raised by the handles the call refers to.
 	SessionUntrusted bool      `json:"session_untrusted"`
 	Expires          Timestamp `json:"expires"`
 }

@@ -119,13 +119,12 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	if err != nil {
 		return err
 	}
-	state, err := b.sessions.get(req.Session)
-	if err != nil {
-		return err
-	}
+	// The taint and the flag the call was decided at: the session's,
+	// raised by the handles it refers to (an untrusted handle is why an
+	// auto grant with when_untrusted = "ask" asks).
 	info, answers, err := b.approvals.add(wire.Approval{
 		Session: req.Session, Call: req.Call, Tool: req.Tool, Subject: subjectOf(d.Args()), Arguments: req.Arguments,
-		Grant: g.ID(), SessionTaint: d.Taint(), SessionUntrusted: state.Untrusted(), Expires: expires,
+		Grant: g.ID(), SessionTaint: d.Taint(), SessionUntrusted: d.Untrusted(), Expires: expires,
 	})
 	if err != nil {
 		b.log.Printf("session %s call %d: not offered: %v (broker.max_pending_approvals is %d)", req.Session, req.Call, err, b.cfg.Broker.MaxPendingApprovals)

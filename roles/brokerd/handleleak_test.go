@@ -59,3 +59,24 @@ func TestAQuestionCountsAgainstEveryHandleItReads(t *testing.T) {
 		t.Errorf("%d questions reading h1 reached the model, want 2", n)
 	}
 }
+
+// An approval says the call is untrusted when a handle it refers to is,
+// as it says the taint the handles raised it to: that flag is why an auto
+// grant with when_untrusted = "ask" asks, and the owner must see it.
+func TestAnApprovalShowsAnUntrustedHandlesFlag(t *testing.T) {
+	grants := map[string]string{
+		"page": "tool = \"notes_read\"\nmode = \"auto\"\nmax_taint = \"secret\"\nresult_class = \"public\"\nuntrusted = true\nresult = \"handle\"\n[constraints]\npaths = [\"notes\"]\n",
+		"echo": "tool = \"shell\"\nmode = \"auto\"\nmax_taint = \"private\"\nresult_class = \"public\"\nuntrusted = false\nwhen_untrusted = \"ask\"\n[constraints]\npatterns = [\"buy .*\\\\n\"]\n",
+	}
+	h := newHome(t, "", grants)
+	h.start()
+	h.mustResult("s1", "notes_read", `{"path":"notes/todo.md"}`)
+	if st := h.state("s1"); st.Untrusted {
+		t.Fatalf("the handle made the session untrusted: %+v", st)
+	}
+	go h.call("loopd", wire.ToolRequest{Session: sessionID(t, "s1"), Call: 7, Tool: "shell", Arguments: `{"command":"handle:h1"}`})
+	a := waitForPending(t, h)
+	if !a.SessionUntrusted || a.Arguments != `{"command":"handle:h1"}` {
+		t.Errorf("the approval of a call given an untrusted handle: %+v", a)
+	}
+}
