@@ -84,6 +84,12 @@ const (
 	MaxEnumValueBytes = 64
 	// MaxQuestionBytes bounds an inspect question.
 	MaxQuestionBytes = 2048
+	// MaxIntegerValues bounds how many values an integer answer may take
+	// (max - min + 1): 16 bits an answer, like an enum's few. An answer
+	// over the whole int64 range would carry eight bytes of a secret
+	// handle per question once a grant declassifies it, enough to spell
+	// out a key in a few handles.
+	MaxIntegerValues = 1 << 16
 )
 
 var inspectAnswers = newUnion[InspectAnswer]("type", "",
@@ -164,6 +170,10 @@ func (a AnswerEnum) check() error {
 func (a AnswerInteger) check() error {
 	if a.Min > a.Max {
 		return fmt.Errorf("an integer answer needs min <= max, not %d > %d", a.Min, a.Max)
+	}
+	// The span in uint64 cannot overflow, whatever the bounds' signs.
+	if span := uint64(a.Max) - uint64(a.Min); span >= MaxIntegerValues {
+		return fmt.Errorf("an integer answer takes at most %d values, not min %d to max %d", MaxIntegerValues, a.Min, a.Max)
 	}
 	return nil
 }

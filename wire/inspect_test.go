@@ -11,6 +11,7 @@ func TestInspectArgs(t *testing.T) {
 		`{"handle":"h12","question":"which?","answer":{"type":"enum","values":["a","b"]}}`,
 		`{"handle":"h3","question":"how many?","answer":{"type":"integer","min":-3,"max":9}}`,
 		`{"answer":{"max":9,"min":0,"type":"integer"},"question":"any order","handle":"h3"}`,
+		`{"handle":"h3","question":"the most values","answer":{"type":"integer","min":-1,"max":65534}}`,
 	}
 	for _, a := range good {
 		if _, err := DecodeToolArgs("inspect", a); err != nil {
@@ -33,6 +34,9 @@ func TestInspectArgs(t *testing.T) {
 		"min above max":         `{"handle":"h1","question":"q","answer":{"type":"integer","min":5,"max":4}}`,
 		"float bound":           `{"handle":"h1","question":"q","answer":{"type":"integer","min":0,"max":1.5}}`,
 		"integer without bound": `{"handle":"h1","question":"q","answer":{"type":"integer","min":0}}`,
+		"65,537 values":         `{"handle":"h1","question":"q","answer":{"type":"integer","min":0,"max":65536}}`,
+		"the whole int64 range": `{"handle":"h1","question":"q","answer":{"type":"integer","min":-9223372036854775808,"max":9223372036854775807}}`,
+		"a span past int64":     `{"handle":"h1","question":"q","answer":{"type":"integer","min":-2,"max":9223372036854775807}}`,
 	}
 	for name, a := range bad {
 		if _, err := DecodeToolArgs("inspect", a); err == nil || CodeOf(err) != BadMessage {
