@@ -109,7 +109,7 @@ var Pairs = []Pair{
 	// The endpoints loopd uses (DESIGN.md section 8); inferproxy forwards
 	// no other method or path.
 	{Client: "loopd", Listener: "inferproxy", Socket: "infer.sock", Protocol: HTTP,
-		Accepts: []string{"POST /v1/chat/completions", "GET /health", "GET /props", "GET /slots", "POST /tokenize"}},
+		Accepts: []string{"POST /v1/chat/completions", "GET /health", "GET /props", "POST /tokenize"}},
 	{Client: "loopd", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
 		Accepts: []string{"tool_request", "tool_list", "job_start", "job_done", "job_list"}},
 	// Only the owner's socket accepts approvals, the notes admin kinds and

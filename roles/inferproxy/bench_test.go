@@ -103,7 +103,7 @@ func BenchmarkStream(b *testing.B) {
 		}
 		rc := http.NewResponseController(w)
 		n, pace := 1000, time.Duration(0)
-		if r.URL.Path == "/slots" {
+		if r.URL.Path == "/props" {
 			n, pace = 50, time.Millisecond
 		}
 		for range n {
@@ -118,7 +118,7 @@ func BenchmarkStream(b *testing.B) {
 		size               int64
 	}{
 		{"events", "POST", "/v1/chat/completions", int64(len(event)) * 1000},
-		{"paced", "GET", "/slots", int64(len(event)) * 50},
+		{"paced", "GET", "/props", int64(len(event)) * 50},
 		{"10MB", "POST", "/tokenize", int64(len(bulk))},
 	} {
 		for _, r := range routes(b, up.URL) {

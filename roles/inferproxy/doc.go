@@ -4,8 +4,11 @@
 // (SO_PEERCRED, beside the directory's permissions, checked at accept by the
 // shared gate), and forwards the endpoints loopd uses, its pair's accept
 // list in the role table (POST /v1/chat/completions, GET /health, GET
-// /props, GET /slots, POST /tokenize), to the configured upstream, and the
-// answers back, byte for byte and chunk by chunk as they arrive.
+// /props, POST /tokenize), to the configured upstream, and the answers
+// back, byte for byte and chunk by chunk as they arrive. GET /slots is not
+// among them: newer llama-server builds list each slot's prompt there, and
+// the slot of brokerd's quarantined inspect requests holds a handle's
+// content, which loopd must never read.
 //
 // inferproxy must never forward another endpoint or method, add or rewrite
 // a header beyond the hop-by-hop ones HTTP requires it to drop, buffer a

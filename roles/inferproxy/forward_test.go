@@ -31,7 +31,7 @@ func TestForwardsByteForByte(t *testing.T) {
 	}{
 		{"health", "GET", "/health", nil, nil},
 		{"props", "GET", "/props", nil, []string{"Authorization", "Bearer no-key"}},
-		{"slots with a query", "GET", "/slots?fail_on_no_slot=1", nil, nil},
+		{"health with a query", "GET", "/health?fail_on_no_slot=1", nil, nil},
 		{"tokenize", "POST", "/tokenize", text(`{"content":"Hello"}`), []string{"Content-Type", "application/json"}},
 		{"chat echoed", "POST", "/v1/chat/completions", text(chat), []string{"X-Test-Reply", "echo"}},
 		{"chat streamed", "POST", "/v1/chat/completions", text(chat), []string{"X-Test-Reply", "sse", "Accept", "text/event-stream"}},
@@ -137,6 +137,9 @@ func TestRefusesOtherEndpoints(t *testing.T) {
 		{"HEAD", "/health"}, {"POST", "/health"}, {"DELETE", "/slots"}, {"POST", "/detokenize"},
 		{"GET", "/health/"}, {"GET", "/v1/health"}, {"GET", "/"}, {"GET", "//health"},
 		{"POST", "/v1/chat/completions/"}, {"OPTIONS", "/tokenize"}, {"POST", "/apply-template"},
+		// Newer llama-server builds list each slot's prompt, and inspect's
+		// slot holds a handle's content (DESIGN.md section 15).
+		{"GET", "/slots"}, {"GET", "/slots?fail_on_no_slot=1"},
 	} {
 		t.Run(c.method+" "+c.path, func(t *testing.T) {
 			e := roundTrip(t, h.client, newRequest(t, c.method, proxyURL(c.path), nil))

@@ -71,12 +71,12 @@ const heapRecorded = 8
 
 // heapRequest sends request i of client c: mostly chat completions, every
 // other one streamed, with a prompt of its own, and now and then a probe
-// of /health, /props, /slots or /tokenize, as loopd makes them.
+// of /health, /props or /tokenize, as loopd makes them.
 func heapRequest(client *http.Client, c, i int) error {
 	method, path, body := "POST", "/v1/chat/completions", ""
 	switch i % 10 {
 	case 7:
-		method, path = "GET", []string{"/health", "/props", "/slots"}[i/10%3]
+		method, path = "GET", []string{"/health", "/props"}[i/10%2]
 	case 8:
 		path, body = "/tokenize", fmt.Sprintf(`{"content":"request %d of client %d"}`, i, c)
 	default:
