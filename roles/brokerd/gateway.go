@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"boxmaker/policy"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -70,3 +71,15 @@ type unexpectedError struct{ kind string }
 func (e unexpectedError) Error() string { return "unexpected answer " + e.kind }
 
 func errUnexpected(m wire.Message) error { return unexpectedError{wire.KindOf(m)} }
+
+// offeredOffHost reports whether an approval may be offered on Mattermost.
+// Its subject shows the arguments with every handle's content put in, so
+// that the owner sees what runs (DESIGN.md section 11); a secret handle's
+// content would then leave the host in a post and stay in the channel's
+// history. Such an approval is answered on the host only, where chat and
+// `boxmaker approvals` show it; the thread still says it waits, and for
+// which approval.
+func offeredOffHost(d policy.Decision) bool {
+	class, _ := d.InputLabel()
+	return class < wire.Secret
+}
