@@ -110,11 +110,16 @@ func (v *termView) endLine() {
 
 func (v *termView) done(string) { v.endLine() }
 
+// handle shows a handle the reply mentions. The label line is dim, as the
+// activity lines are: a reply's own text,
+// sanitized, cannot set an attribute, so a "[handle …]" line the model
+// wrote into its reply shows plain and cannot pass for brokerd's label.
 func (v *termView) handle(ref wire.HandleRef, content string) {
 	v.endLine()
 	var b strings.Builder
-	writeHandle(&b, ref, content)
-	v.write(b.String()) // writeHandle sanitized it
+	b.WriteString(dim + "[handle " + handleLabel(ref) + "]" + reset + "\n")
+	writeContent(&b, content)
+	v.write(b.String()) // handleLabel and writeContent sanitized it
 }
 
 // askApproval asks on a clean terminal: state reset, keys typed before the

@@ -64,3 +64,13 @@ func TestGrantsCheckSaysWhatBecomesOfResults(t *testing.T) {
 		}
 	}
 }
+
+// In the terminal a handle's label is dim, which a reply's sanitized text
+// cannot be: a label the model wrote into its reply shows plain.
+func TestTerminalHandleLabelIsDim(t *testing.T) {
+	v, out := screenOf()
+	v.handle(wire.HandleRef{Handle: "h1", Tool: "notes_read", Class: wire.Secret, Bytes: 4}, "1234")
+	if want := dim + "[handle h1: secret, trusted, 4 bytes from notes_read]" + reset + "\r\n1234\r\n"; out.String() != want {
+		t.Errorf("got %q, want %q", out.String(), want)
+	}
+}
