@@ -124,6 +124,9 @@ func (w *Writer) commit(batch []*request) error {
 				return err
 			}
 		}
+		if err := w.tree.add(line); err != nil {
+			return err
+		}
 		w.buf = append(append(w.buf, line...), '\n')
 		w.end.Line++
 	}

@@ -9,19 +9,6 @@ import (
 	"slices"
 )
 
-// scanForResume checks the chain for Open: from the last checkpoint when
-// there is one, else from the first record.
-func (w *Writer) scanForResume(last *Checkpoint) (*chainScan, error) {
-	if last == nil {
-		return scanDir(w.dir, true)
-	}
-	s, err := scanFrom(w.dir, *last, true)
-	if err != nil {
-		return nil, fmt.Errorf("%w\n%s", err, recoverHint)
-	}
-	return s, nil
-}
-
 // VerifyAgainst is Verify that also checks the chain against cps (oldest
 // first, as ReadCheckpoints returns them): the record of each checkpoint's
 // seq must hash to its hash, and the log must reach the newest one.
@@ -30,7 +17,7 @@ func VerifyAgainst(dir string, cps []Checkpoint) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	s := &chainScan{cps: cps}
+	s := &chainScan{cps: cps, compact: &compactTree{}}
 	if err := s.scan(dir, files, 0, chunkBytes, 0); err != nil {
 		return Result{}, err
 	}
@@ -45,7 +32,7 @@ func VerifyAgainst(dir string, cps []Checkpoint) (Result, error) {
 // cp says the chain ended has cp's seq and hash, and every line after it as
 // Verify does. Its cost grows with the records since cp, not with the log.
 func VerifyFromCheckpoint(dir string, cp Checkpoint) (Result, error) {
-	s, err := scanFrom(dir, cp, false)
+	s, err := scanFrom(dir, cp, false, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -53,7 +40,7 @@ func VerifyFromCheckpoint(dir string, cp Checkpoint) (Result, error) {
 }
 
 // scanFrom checks the chain from checkpoint cp to the end of the log.
-func scanFrom(dir string, cp Checkpoint, repair bool) (*chainScan, error) {
+func scanFrom(dir string, cp Checkpoint, repair bool, tree *treeFile) (*chainScan, error) {
 	files, err := listDayFiles(dir)
 	if err != nil {
 		return nil, err
@@ -66,7 +53,7 @@ func scanFrom(dir string, cp Checkpoint, repair bool) (*chainScan, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &chainScan{repair: repair, head: head, records: cp.Seq, startLine: cp.End.Line}
+	s := &chainScan{repair: repair, head: head, records: cp.Seq, startLine: cp.End.Line, tree: tree}
 	if err := s.scan(dir, files[i:], cp.End.Offset, chunkBytes, 0); err != nil {
 		return nil, err
 	}
@@ -112,6 +99,9 @@ func checkpointedLine(path string, cp Checkpoint) (chainHead, error) {
 
 // mismatch says where and how the log differs from what cp signed.
 func (cp Checkpoint) mismatch(found string) *VerifyError {
+	if cp.End.File == "" {
+		return &VerifyError{Err: fmt.Errorf("%s signs a tree of %d records, but %s", cp.name(), cp.Seq, found)}
+	}
 	return &VerifyError{File: cp.End.File, Line: cp.End.Line,
 		Err: fmt.Errorf("%s says seq %d with hash %s ends here, but %s", cp.name(), cp.Seq, cp.Hash, found)}
 }

@@ -28,6 +28,7 @@ type Writer struct {
 	durable    Head          // the newest record known to be on disk
 	durableEnd Position      // where durable ends
 	cp         *checkpointer // nil without WithCheckpoints
+	tree       *treeFile     // the Merkle tree's stored hashes (tree.go)
 
 	// The tail of the chain and the open files belong to whichever goroutine
 	// is leading (or to Open, before the Writer is shared); see lead.
@@ -165,6 +166,9 @@ func (w *Writer) closeFiles() error {
 	}
 	if w.cp != nil && w.cp.f != nil {
 		errs = append(errs, w.cp.f.Close())
+	}
+	if w.tree != nil {
+		errs = append(errs, w.tree.close())
 	}
 	if w.lock != nil {
 		errs = append(errs, w.lock.Close()) // releases the flock

@@ -84,21 +84,20 @@ func witnessAside(witnessDir, aside string, out io.Writer) error {
 // rebaseVerifier is the checkpoint key's verifier: beside the log, else in
 // brokerd's key file (when audit/ was emptied); nil when brokerd never made
 // a key, so no checkpoint can exist.
-func rebaseVerifier(dir, brokerDir string) (note.Verifier, error) {
-	vkey, err := os.ReadFile(filepath.Join(dir, audit.VerifierKeyName))
+func rebaseVerifier(dir, brokerDir string) (note.Verifiers, error) {
+	v, err := audit.ReadVerifierKey(filepath.Join(dir, audit.VerifierKeyName))
+	if err != nil || v != nil {
+		return v, err
+	}
+	key, err := os.ReadFile(filepath.Join(brokerDir, "checkpoint.key"))
 	if errors.Is(err, os.ErrNotExist) {
-		var key []byte
-		key, err = os.ReadFile(filepath.Join(brokerDir, "checkpoint.key"))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		_, v, _ := strings.Cut(string(key), "\n")
-		vkey = []byte(v)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
+	lines := strings.Split(strings.TrimSpace(string(key)), "\n")
+	v, err = audit.ReadVerifierKeyText(lines[1:])
 	if err != nil {
 		return nil, fmt.Errorf("audit rebase: checkpoint verifier key: %w", err)
 	}

@@ -72,15 +72,23 @@ func TestLastCheckpointOfEachHourIsPosted(t *testing.T) {
 	now.Store(time.Date(2026, 12, 1, 10, 40, 0, 0, time.UTC))
 	dir := t.TempDir()
 	opts := Options{Dir: dir, Gateway: g.path, Log: log.New(os.Stderr, "", 0), Clock: func() time.Time { return now.Load().(time.Time) }}
-	st := &store{dir: dir, origin: testOrigin, log: opts.Log}
+	cosigner, err := loadCosigner(dir, testOrigin, opts.Log.Printf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := &store{dir: dir, origin: testOrigin, log: opts.Log, cosigner: cosigner}
 	p, err := newPoster(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := newKey(t)
+	var old uint64
 	take := func(seq uint64, at string) {
 		t.Helper()
-		cp, took, err := st.submit(k.vkey, k.note(t, seq, 1, at))
+		c := k.note(t, seq, 1, at)
+		cp, took, err := st.add(wire.CheckpointAdd{Key: k.vkey, Old: old, Proof: proofFrom(t, old, c), Note: c.msg})
+		old = seq
+		cp.Time = mustTS(t, at) // the test's clock, not the cosignature's
 		if err != nil || !took {
 			t.Fatalf("submit seq %d: %v %v", seq, took, err)
 		}
