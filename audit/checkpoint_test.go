@@ -102,15 +102,6 @@ func TestSignedCheckpointRoundTrips(t *testing.T) {
 	}
 }
 
-func signedLine(t *testing.T, cp Checkpoint, s note.Signer) []byte {
-	t.Helper()
-	_, line, err := SignCheckpoint(cp, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return line
-}
-
 func TestReadCheckpointsRefuses(t *testing.T) {
 	s, v := fixtureKeys(t)
 	other, _ := testKeys(t)
