@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // VerifyAgainst is Verify that also checks the chain against cps (oldest
@@ -49,8 +51,11 @@ func scanFrom(dir string, cp Checkpoint, repair bool, tree *treeFile) (*chainSca
 	if i < 0 {
 		return nil, cp.mismatch("the file it ends in is gone: the log is shorter than it was")
 	}
-	head, err := checkpointedLine(filepath.Join(dir, cp.End.File), cp)
+	head, leaf, err := checkpointedLine(filepath.Join(dir, cp.End.File), cp)
 	if err != nil {
+		return nil, err
+	}
+	if err := leafInTree(tree, cp, leaf); err != nil {
 		return nil, err
 	}
 	s := &chainScan{repair: repair, head: head, records: cp.Seq, startLine: cp.End.Line, tree: tree}
@@ -62,22 +67,22 @@ func scanFrom(dir string, cp Checkpoint, repair bool, tree *treeFile) (*chainSca
 
 // checkpointedLine reads the line that ends where cp says the chain ended
 // and checks it is cp's record; it returns the chain's head there.
-func checkpointedLine(path string, cp Checkpoint) (chainHead, error) {
+func checkpointedLine(path string, cp Checkpoint) (chainHead, tlog.Hash, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return chainHead{}, fmt.Errorf("audit: %w", err)
+		return chainHead{}, tlog.Hash{}, fmt.Errorf("audit: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return chainHead{}, fmt.Errorf("audit: %w", err)
+		return chainHead{}, tlog.Hash{}, fmt.Errorf("audit: %w", err)
 	}
 	if st.Size() < cp.End.Offset {
-		return chainHead{}, cp.mismatch(fmt.Sprintf("the file holds %d bytes, not the %d it held: the log was cut short", st.Size(), cp.End.Offset))
+		return chainHead{}, tlog.Hash{}, cp.mismatch(fmt.Sprintf("the file holds %d bytes, not the %d it held: the log was cut short", st.Size(), cp.End.Offset))
 	}
 	nls, err := newlinesFromEnd(f, cp.End.Offset, 2)
 	if err != nil || len(nls) == 0 || nls[0] != cp.End.Offset-1 {
-		return chainHead{}, cp.mismatch("no line ends there: the log was changed")
+		return chainHead{}, tlog.Hash{}, cp.mismatch("no line ends there: the log was changed")
 	}
 	start := int64(0)
 	if len(nls) > 1 {
@@ -85,16 +90,35 @@ func checkpointedLine(path string, cp Checkpoint) (chainHead, error) {
 	}
 	line := make([]byte, nls[0]-start)
 	if _, err := f.ReadAt(line, start); err != nil {
-		return chainHead{}, fmt.Errorf("audit: %w", err)
+		return chainHead{}, tlog.Hash{}, fmt.Errorf("audit: %w", err)
 	}
 	e, err := parseEntry(line)
 	if err == nil && (e.seq != cp.Seq || sha256.Sum256(line) != cp.Hash) {
 		err = errors.New("another record")
 	}
 	if err != nil {
-		return chainHead{}, cp.mismatch(fmt.Sprintf("the line there is not its record (%v): the log was changed", err))
+		return chainHead{}, tlog.Hash{}, cp.mismatch(fmt.Sprintf("the line there is not its record (%v): the log was changed", err))
 	}
-	return chainHead{seq: cp.Seq, hash: cp.Hash, time: e.time}, nil
+	return chainHead{seq: cp.Seq, hash: cp.Hash, time: e.time}, tlog.RecordHash(line), nil
+}
+
+// leafInTree checks that the record at cp's end is the last leaf of the
+// tree whose root cp signs (treeStart checked the tree file gives that
+// root): the chain hash beside a checkpoint is not signed, its root is.
+func leafInTree(tree *treeFile, cp Checkpoint, leaf tlog.Hash) error {
+	if tree == nil || cp.Legacy {
+		return nil
+	}
+	tree.mu.Lock()
+	hs, err := hashReader{tree}.ReadHashes([]int64{tlog.StoredHashIndex(0, int64(cp.Seq)-1)})
+	tree.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if hs[0] != leaf {
+		return cp.mismatch("the record there is not the last leaf of the tree it signs: the log was changed")
+	}
+	return nil
 }
 
 // mismatch says where and how the log differs from what cp signed.

@@ -107,7 +107,7 @@ func checkLegacy(dir string, cp Checkpoint) error {
 	}
 	for _, f := range files {
 		if f.name == cp.End.File {
-			_, err = checkpointedLine(filepath.Join(dir, cp.End.File), cp)
+			_, _, err = checkpointedLine(filepath.Join(dir, cp.End.File), cp)
 			return err
 		}
 	}
