@@ -85,7 +85,7 @@ func NewName() string {
 // verifier key: the same Ed25519 key, so that whoever pinned the old
 // verifier key can tell the renamed one is the same (SameKey).
 func RenameKey(skey, name string) (string, string, error) {
-	parts := strings.Split(skey, "+")
+	parts := strings.SplitN(skey, "+", 5) // the key's base64 may hold '+'
 	if len(parts) != 5 || parts[0] != "PRIVATE" || parts[1] != "KEY" || !validKeyName(name) {
 		return "", "", errors.New("audit: not a note signer key, or not a key name")
 	}
@@ -107,10 +107,12 @@ func SameKey(a, b string) bool {
 	return ka != "" && ka == kb
 }
 
+// keyPart is the base64 key of "name+hash+key", which may hold '+' too.
 func keyPart(vkey string) string {
-	parts := strings.Split(vkey, "+")
-	if len(parts) != 3 {
+	_, rest, ok1 := strings.Cut(vkey, "+")
+	_, key, ok2 := strings.Cut(rest, "+")
+	if !ok1 || !ok2 {
 		return ""
 	}
-	return parts[2]
+	return key
 }

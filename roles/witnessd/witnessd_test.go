@@ -10,6 +10,8 @@ import (
 	"boxmaker/fixtures/gateprobe"
 	"boxmaker/roles"
 	"boxmaker/wire"
+
+	"golang.org/x/mod/sumdb/note"
 )
 
 // witness.sock serves exactly its row of the role table, with the table's
@@ -176,4 +178,34 @@ func TestWitnessEndsATornLine(t *testing.T) {
 	if held := h.held(t); len(held) != 2 || held[1].Seq != 5 {
 		t.Fatalf("witness/ holds %v, want seq 3 and 5", held)
 	}
+}
+
+// brokerd renames its key when a home takes its origin's name: the same
+// Ed25519 key under another name, which the witness takes (and says),
+// keeping the old name for the checkpoints it signed.
+func TestWitnessTakesBrokerdsKeyRenamed(t *testing.T) {
+	skey, vkey, err := note.GenerateKey(nil, "boxmaker-audit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, _ := note.NewSigner(skey)
+	old := key{signer: s, vkey: vkey}
+	h := startWitness(t, Options{})
+	wantWitnessed(t, h.submit(t, old, old.note(t, 3, 1, "")), 3)
+	newSkey, newVkey, err := audit.RenameKey(skey, testOrigin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns, _ := note.NewSigner(newSkey)
+	renamed := key{signer: ns, vkey: newVkey}
+	wantWitnessed(t, h.submit(t, renamed, renamed.note(t, 9, 1, "")), 9)
+	if !strings.Contains(h.logs.String(), "brokerd's checkpoint key is now named "+newVkey) {
+		t.Errorf("the rename is not said:\n%s", h.logs)
+	}
+	if held := h.held(t); len(held) != 2 {
+		t.Fatalf("witness/ holds %v, want both checkpoints, each checked with its key's name", held)
+	}
+	impostor := newKey(t) // the new name, another key
+	c := impostor.note(t, 12, 1, "")
+	wantRefused(t, h, h.call(t, wire.CheckpointAdd{Key: impostor.vkey, Old: 9, Proof: proofFrom(t, 9, c), Note: c.msg}), 9, "but the witness trusts")
 }
