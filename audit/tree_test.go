@@ -17,7 +17,9 @@ import (
 func (c *checkpointed) logged(t *testing.T) (*Writer, *syncbuf.Buffer, error) {
 	var buf syncbuf.Buffer
 	w, err := Open(c.dir, WithCheckpoints(c.cfg), WithClock(fixedClock(t, "2026-12-01T10:00:00.000Z")),
-		WithLog(func(format string, args ...any) { buf.Write([]byte(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n")) }))
+		WithLog(func(format string, args ...any) {
+			buf.Write([]byte(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n"))
+		}))
 	return w, &buf, err
 }
 
