@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -60,7 +59,7 @@ func RecordsSince(dir string, cp Checkpoint) (Since, error) {
 // one, which the recovery record after it describes (Verify checks that),
 // so it is passed over.
 func firstEntryFrom(path string, from int64) (entry, bool, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path) // status runs as root on brokerd's files
 	if err != nil {
 		return entry{}, false, fmt.Errorf("audit: %w", err)
 	}

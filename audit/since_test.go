@@ -1,7 +1,10 @@
 package audit
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -46,5 +49,27 @@ func TestRecordsSince(t *testing.T) {
 	wrong.End.Offset = atThree.End.Offset
 	if _, err := RecordsSince(dir, wrong); err == nil || !strings.Contains(err.Error(), "the record after it is seq 4") {
 		t.Errorf("a checkpoint whose end names another record: %v", err)
+	}
+}
+
+// status reads brokerd's day files as root: a FIFO or a link put in a day
+// file's place between the listing and the open is refused, never waited
+// on or followed.
+func TestLogEndReadersRefuseLinksAndFIFOs(t *testing.T) {
+	dir := t.TempDir()
+	fifo, link := filepath.Join(dir, "2026-12-01.jsonl"), filepath.Join(dir, "2026-12-02.jsonl")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/etc/passwd", link); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{fifo, link} {
+		if lines, err := lastLines(path, 1); err == nil {
+			t.Errorf("lastLines(%s) = %q, want a refusal", path, lines)
+		}
+		if _, ok, err := firstEntryFrom(path, 0); err == nil {
+			t.Errorf("firstEntryFrom(%s) = %v, want a refusal", path, ok)
+		}
 	}
 }
