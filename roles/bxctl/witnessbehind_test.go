@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/wire"
 
@@ -142,5 +143,23 @@ func copyWitness(t *testing.T, from, to string) {
 			t.Fatal(err)
 		}
 		os.WriteFile(filepath.Join(to, name), data, 0o600)
+	}
+}
+
+// Under systemd, where the production home runs, status says it too.
+func TestStatusUnderSystemdShowsAWitnessBehindTheLog(t *testing.T) {
+	h := newAuditHome(t, "")
+	h.appendAt(time.Now().Add(-20*time.Minute), 3, true)
+	h.appendAt(time.Now().Add(-10*time.Minute), 3, false)
+	var blocks []string
+	for _, spec := range roles.Table {
+		if spec.Daemon {
+			blocks = append(blocks, unitBlock(spec.Name, h.paths.Home, "active", "running", os.Getpid()))
+		}
+	}
+	fakeSystemctl(t, append(blocks, targetBlock("active"))...)
+	_, out, _ := run(t, "status", "--home", h.paths.Home)
+	if !strings.Contains(out, "boxmaker runs under systemd") || !strings.Contains(out, "audit witness: BEHIND THE LOG: the log's head is seq 6, 3 records past") {
+		t.Errorf("status under systemd does not say the witness is behind:\n%s", out)
 	}
 }
