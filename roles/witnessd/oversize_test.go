@@ -1,15 +1,18 @@
 package witnessd
 
 import (
+	"context"
 	"encoding/json"
 	"log"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"boxmaker/audit"
 	"boxmaker/fixtures/syncbuf"
+	"boxmaker/roles/internal/sock"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -77,6 +80,17 @@ func TestWitnessWithAnUnreadableCopyTakesNothing(t *testing.T) {
 	}
 	if err := st.check(); err == nil || !strings.Contains(err.Error(), "over the") {
 		t.Errorf("the start check: %v, want the oversize line named", err)
+	}
+	ln, err := sock.Listen(filepath.Join(t.TempDir(), "witness.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second) // a Serve that serves returns nil then
+	defer cancel()
+	err = Serve(ctx, ln, Options{Dir: dir, Origin: testOrigin, Log: log.New(logs, "", 0)})
+	if err == nil || !strings.Contains(logs.String(), "so it takes none") {
+		t.Errorf("Serve on an unreadable witness/: %v, log %q; want it refused and logged", err, logs)
 	}
 }
 
