@@ -33,6 +33,33 @@ import (
 // origin, seq, the head's chain hash, "time …" and "end …". They stay in
 // checkpoints.jsonl and verify as they did, by the chain hash.
 
+// MaxCheckpointNote bounds a signed checkpoint note, and MaxCheckpointLine
+// one line of a checkpoints.jsonl, newline included, in bytes. A checkpoint
+// is a few hundred bytes; the bounds leave room for a long origin and for
+// more signatures. Every reader enforces them before it parses anything, so
+// that the signer (brokerd, which may be compromised) cannot pad one
+// checkpoint past what NewestCheckpoint reads of a file's end and so hide
+// the newest checkpoint from it (issue 23, finding 6).
+const (
+	MaxCheckpointNote = 4 << 10
+	MaxCheckpointLine = 8 << 10
+)
+
+// checkNoteSize and checkLineSize refuse a note or a line over its bound.
+func checkNoteSize(n int) error {
+	if n > MaxCheckpointNote {
+		return fmt.Errorf("a checkpoint note of %d bytes is over the %d a checkpoint may take", n, MaxCheckpointNote)
+	}
+	return nil
+}
+
+func checkLineSize(n int) error {
+	if n > MaxCheckpointLine {
+		return fmt.Errorf("a line of %d bytes is over the %d a checkpoint may take", n, MaxCheckpointLine)
+	}
+	return nil
+}
+
 // OriginSuffix ends every origin: the log's name, then this.
 const OriginSuffix = "/boxmaker-audit"
 
@@ -117,8 +144,12 @@ func signNote(c Checkpoint, signer note.Signer) ([]byte, error) {
 
 // OpenCheckpoint checks one signed note with the verifiers, which must know
 // at least one of its signatures and find every signature they know good
-// (unknown ones are ignored, as C2SP asks), and reads its body.
+// (unknown ones are ignored, as C2SP asks), and reads its body; a note
+// over MaxCheckpointNote is refused unread.
 func OpenCheckpoint(msg []byte, v note.Verifiers) (Checkpoint, error) {
+	if err := checkNoteSize(len(msg)); err != nil {
+		return Checkpoint{}, err
+	}
 	n, err := note.Open(msg, v)
 	if err != nil {
 		return Checkpoint{}, err
@@ -166,7 +197,11 @@ func parseLegacyLines(c *Checkpoint, timeLine, endLine string) error {
 	if !ok || c.Time.UnmarshalText([]byte(ts)) != nil {
 		return fmt.Errorf("checkpoint line %q is not a time", timeLine)
 	}
-	if _, err := fmt.Sscanf(endLine, "end %s %d %d", &c.End.File, &c.End.Offset, &c.End.Line); err != nil {
+	_, err := fmt.Sscanf(endLine, "end %s %d %d", &c.End.File, &c.End.Offset, &c.End.Line)
+	if err == nil && fmt.Sprintf("end %s %d %d", c.End.File, c.End.Offset, c.End.Line) != endLine {
+		err = errors.New("not in its one form") // Sscanf stops at the last number: no padding after it
+	}
+	if err != nil {
 		return fmt.Errorf("checkpoint line %q is not an end position: %v", endLine, err)
 	}
 	if _, ok := parseDayName(c.End.File); !ok && c.Seq > 0 {

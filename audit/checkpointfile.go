@@ -41,6 +41,9 @@ func SignCheckpoint(c Checkpoint, signer note.Signer) (msg, line []byte, err err
 		return nil, nil, err
 	}
 	line, err = json.Marshal(sideLine{Note: string(msg), Hash: c.Hash, Time: c.Time, End: c.End})
+	if err == nil {
+		err = errors.Join(checkNoteSize(len(msg)), checkLineSize(len(line)+1))
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("audit: %w", err)
 	}
@@ -48,9 +51,17 @@ func SignCheckpoint(c Checkpoint, signer note.Signer) (msg, line []byte, err err
 }
 
 // CheckpointLine is note as one line of the witness's checkpoints.jsonl:
-// the note's text as a JSON string, then a newline.
+// the note's text as a JSON string, then a newline. It refuses a note over
+// MaxCheckpointNote, or one whose line would be over MaxCheckpointLine,
+// before reading it: no reader would take it.
 func CheckpointLine(msg string) ([]byte, error) {
+	if err := checkNoteSize(len(msg)); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	line, err := json.Marshal(msg)
+	if err == nil {
+		err = checkLineSize(len(line) + 1)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -79,11 +90,18 @@ func ReadCheckpoints(dir string, v note.Verifiers) ([]Checkpoint, error) {
 
 // parseCheckpoints reads the lines of a checkpoints.jsonl, as ReadCheckpoints.
 func parseCheckpoints(data []byte, v note.Verifiers) ([]Checkpoint, error) {
-	data = data[:bytes.LastIndexByte(data, '\n')+1] // without a torn last line
+	end := bytes.LastIndexByte(data, '\n') + 1
+	if err := checkLineSize(len(data) - end); err != nil { // a torn last line is the start of one
+		return nil, fmt.Errorf("audit: %s, its last line: %w", CheckpointsName, err)
+	}
+	data = data[:end] // without a torn last line
 	var cps []Checkpoint
 	n := 0
 	for line := range bytes.Lines(data) {
 		n++
+		if err := checkLineSize(len(line)); err != nil {
+			return nil, fmt.Errorf("audit: %s line %d: %w", CheckpointsName, n, err)
+		}
 		c, ok, err := parseCheckpointLine(line, v)
 		if !ok {
 			continue // a write cut short, ended with a newline by the next writer
@@ -102,8 +120,11 @@ func parseCheckpoints(data []byte, v note.Verifiers) ([]Checkpoint, error) {
 // parseCheckpointLine reads one line; ok is false for a line cut short.
 func parseCheckpointLine(line []byte, v note.Verifiers) (Checkpoint, bool, error) {
 	var msg string
-	if json.Unmarshal(line, &msg) == nil {
+	if json.Unmarshal(line, &msg) == nil { // the witness's form, or a Legacy one
 		c, err := OpenCheckpoint([]byte(msg), v)
+		if c.Time == 0 && !c.Cosigned.IsZero() {
+			c.Time, _ = wire.TimestampOf(c.Cosigned)
+		}
 		return c, true, err
 	}
 	var side sideLine

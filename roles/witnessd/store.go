@@ -69,6 +69,9 @@ func (s *store) add(req wire.CheckpointAdd) (audit.Checkpoint, bool, error) {
 	if err != nil {
 		return audit.Checkpoint{}, false, err
 	}
+	if _, err := audit.CheckpointLine(req.Note); err != nil { // the size bound, before anything reads the note
+		return held, false, refuse(held.Seq, "refused unread: %v", err)
+	}
 	cp, err := audit.OpenCheckpoint([]byte(req.Note), v)
 	switch {
 	case err != nil:
@@ -126,6 +129,19 @@ func (s *store) consistent(proof []string, held, cp audit.Checkpoint) error {
 		return refuse(held.Seq, "no valid consistency proof from size %d to %d (%v): the log was rewritten, forked or cut", held.Seq, cp.Seq, err)
 	}
 	return nil
+}
+
+// check reads the newest checkpoint held, as each add does, for the
+// start: a witness/ whose end the witness cannot read (a line over the
+// bound, one not correctly signed) is an error, never an older checkpoint
+// or none taken for the newest.
+func (s *store) check() error {
+	v, err := audit.ReadVerifierKey(filepath.Join(s.dir, audit.WitnessKeyName))
+	if err != nil || v == nil {
+		return err
+	}
+	_, err = s.newest(v)
+	return err
 }
 
 // newest is the newest checkpoint held; the zero one when none.
