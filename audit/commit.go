@@ -124,8 +124,10 @@ func (w *Writer) commit(batch []*request) error {
 				return err
 			}
 		}
-		if err := w.tree.add(line); err != nil {
-			return err
+		if w.tree != nil {
+			if err := w.tree.add(line); err != nil {
+				return err
+			}
 		}
 		w.buf = append(append(w.buf, line...), '\n')
 		w.end.Line++

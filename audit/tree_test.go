@@ -6,16 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
-
-	"boxmaker/fixtures/syncbuf"
 
 	"golang.org/x/mod/sumdb/tlog"
 )
 
 // logged opens c's log with the Writer's log going to a buffer.
-func (c *checkpointed) logged(t *testing.T) (*Writer, *syncbuf.Buffer, error) {
-	var buf syncbuf.Buffer
+func (c *checkpointed) logged(t *testing.T) (*Writer, *lockedBuffer, error) {
+	var buf lockedBuffer
 	w, err := Open(c.dir, WithCheckpoints(c.cfg), WithClock(fixedClock(t, "2026-12-01T10:00:00.000Z")),
 		WithLog(func(format string, args ...any) {
 			buf.Write([]byte(strings.TrimSpace(fmt.Sprintf(format, args...)) + "\n"))
@@ -139,4 +138,22 @@ func TestFindRecordFindsEveryRecord(t *testing.T) {
 	if _, err := FindRecord(c.dir, 301); err == nil {
 		t.Fatal("FindRecord finds a record past the head")
 	}
+}
+
+// lockedBuffer is a log the Writer writes from its goroutines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

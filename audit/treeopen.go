@@ -16,6 +16,9 @@ import (
 // tree file cut short or changed) it checks the whole log against the
 // checkpoint and builds the whole tree, and says why.
 func (w *Writer) scanForResume(last *Checkpoint) (*chainScan, error) {
+	if w.noTree && last == nil {
+		return scanDir(w.dir, true)
+	}
 	t, err := openTreeFile(w.dir)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,7 @@ type Writer struct {
 	durableEnd Position      // where durable ends
 	cp         *checkpointer // nil without WithCheckpoints
 	tree       *treeFile     // the Merkle tree's stored hashes (tree.go)
+	noTree     bool          // keep no tree: only the benchmark of the tree's cost
 
 	// The tail of the chain and the open files belong to whichever goroutine
 	// is leading (or to Open, before the Writer is shared); see lead.

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"boxmaker/audit"
+	"boxmaker/roles/internal/termtext"
 
 	"github.com/urfave/cli/v3"
 )
@@ -53,6 +55,7 @@ func auditCheckpoints(_ context.Context, cmd *cli.Command) error {
 	if len(theirs) == 0 {
 		fmt.Fprintln(out, "  no checkpoints")
 	}
+	sayTrust(out, wdir)
 	if differ > 0 {
 		return fmt.Errorf("audit: %d of the witness's checkpoints differ from brokerd's; check the log with boxmaker audit verify", differ)
 	}
@@ -61,6 +64,23 @@ func auditCheckpoints(_ context.Context, cmd *cli.Command) error {
 
 // markAgainst says how cp stands against the other list's checkpoint of
 // its seq: same names the agreement ("" to say nothing), whose the other list.
+// sayTrust shows the key the witness trusts and when it first trusted it,
+// for the owner to check against audit/checkpoint.pub: the witness learns
+// brokerd's key on first use. The files are the witness's: each line is
+// neutralised before it reaches the terminal.
+func sayTrust(out io.Writer, wdir string) {
+	keys, err := os.ReadFile(filepath.Join(wdir, audit.WitnessKeyName))
+	if err != nil {
+		return
+	}
+	key, _, _ := strings.Cut(strings.TrimSpace(string(keys)), "\n")
+	fmt.Fprintln(out, termtext.Line("the witness trusts brokerd's key "+key))
+	if first, err := os.ReadFile(filepath.Join(wdir, "first-use")); err == nil {
+		when, _, _ := strings.Cut(strings.TrimSpace(string(first)), " ")
+		fmt.Fprintln(out, termtext.Line("  on first use, at "+when+"; check it against audit/"+audit.VerifierKeyName))
+	}
+}
+
 func markAgainst(cp audit.Checkpoint, other []audit.Checkpoint, same, whose string) string {
 	for _, o := range other {
 		switch {
