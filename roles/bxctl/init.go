@@ -18,8 +18,8 @@ import (
 
 func initCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "init",
-		Usage:  "write a working layout: config with comments, safe example grants, memory/core.md, the audit log's name",
+		Name:  "init",
+		Usage: "write a working layout: config with comments, safe example grants, memory/core.md, the audit log's name",
 		Flags: append(homeFlags(), &cli.StringFlag{
 			Name: "audit-name", Usage: "the audit log's `NAME` (a-z, 0-9, dots, hyphens), kept in audit-name: its checkpoints' origin is NAME/boxmaker-audit " +
 				"(default: the host's name and 8 random hex digits)",
