@@ -30,8 +30,9 @@ func cosignName(origin string) string {
 	return strings.TrimSuffix(origin, audit.OriginSuffix) + "/boxmaker-witness"
 }
 
-// loadCosigner reads the witness's key, making it when it does not exist.
-func loadCosigner(dir, origin string, logf func(string, ...any)) (note.Signer, error) {
+// loadCosigner reads the witness's key, making it when it does not exist;
+// now is the clock its cosignatures' times come from.
+func loadCosigner(dir, origin string, now func() time.Time, logf func(string, ...any)) (note.Signer, error) {
 	path := filepath.Join(dir, cosignKeyName)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -47,7 +48,7 @@ func loadCosigner(dir, origin string, logf func(string, ...any)) (note.Signer, e
 	if err != nil || len(seed) != ed25519.SeedSize {
 		return nil, fmt.Errorf("witnessd: %s is not an Ed25519 seed", path)
 	}
-	return audit.NewCosigner(cosignName(origin), ed25519.NewKeyFromSeed(seed), time.Now)
+	return audit.NewCosigner(cosignName(origin), ed25519.NewKeyFromSeed(seed), now)
 }
 
 func makeCosignKey(dir, origin string) ([]byte, error) {

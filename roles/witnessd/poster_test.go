@@ -5,6 +5,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,7 +73,7 @@ func TestLastCheckpointOfEachHourIsPosted(t *testing.T) {
 	now.Store(time.Date(2026, 12, 1, 10, 40, 0, 0, time.UTC))
 	dir := t.TempDir()
 	opts := Options{Dir: dir, Gateway: g.path, Log: log.New(os.Stderr, "", 0), Clock: func() time.Time { return now.Load().(time.Time) }}
-	cosigner, err := loadCosigner(dir, testOrigin, opts.Log.Printf)
+	cosigner, err := loadCosigner(dir, testOrigin, opts.Clock, opts.Log.Printf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +132,19 @@ func TestLastCheckpointOfEachHourIsPosted(t *testing.T) {
 // A running witnessd with a gateway posts by itself.
 func TestWitnessdPostsThroughGatewayd(t *testing.T) {
 	g := startFakeGateway(t)
-	h := startWitness(t, Options{Gateway: g.path, PostEvery: 5 * time.Millisecond})
+	var now atomic.Value
+	now.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	h := startWitness(t, Options{Gateway: g.path, PostEvery: 5 * time.Millisecond, Clock: func() time.Time { return now.Load().(time.Time) }})
 	k := newKey(t)
-	wantWitnessed(t, h.submit(t, k, k.note(t, 3, 1, "2026-12-01T10:00:00.000Z")), 3)
+	wantWitnessed(t, h.submit(t, k, k.note(t, 3, 1, "2026-12-01T10:00:00.000Z")), 3) // cosigned at 10:00
+	now.Store(time.Date(2026, 12, 1, 11, 5, 0, 0, time.UTC))
 	poll.Until(t, "the checkpoint of an ended hour is posted", func() bool { return len(g.seqs()) == 1 })
+	g.mu.Lock()
+	post := g.posts[0]
+	g.mu.Unlock()
+	if !strings.Contains(post.Note, "\n— test-home/boxmaker-witness ") || !strings.Contains(post.Note, "\n— "+testOrigin+" ") {
+		t.Errorf("the post carries no cosigned checkpoint (brokerd's signature and the witness's):\n%s", post.Note)
+	}
 }
 
 // After the owner's rebase the witness takes the new chain from seq 1: the

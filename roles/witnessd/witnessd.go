@@ -85,7 +85,7 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
-	cosigner, err := loadCosigner(opts.Dir, opts.Origin, opts.Log.Printf)
+	cosigner, err := loadCosigner(opts.Dir, opts.Origin, opts.Clock, opts.Log.Printf)
 	if err != nil {
 		return err
 	}
