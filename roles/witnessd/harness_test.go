@@ -7,10 +7,12 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -120,6 +122,7 @@ func startWitness(t *testing.T, opts Options) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, opts) }()
+	poll.Until(t, "witnessd serves", func() bool { return strings.Contains(h.logs.String(), "serving on") })
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

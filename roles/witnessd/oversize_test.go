@@ -73,7 +73,7 @@ func TestWitnessWithAnUnreadableCopyTakesNothing(t *testing.T) {
 	}
 	writeWitness(t, dir, k, data)
 	logs := &syncbuf.Buffer{}
-	st := &store{dir: dir, origin: testOrigin, log: log.New(logs, "", 0)}
+	st := &store{dir: dir, origin: testOrigin, log: log.New(logs, "", 0), clock: time.Now}
 	for _, seq := range []uint64{5, 21} {
 		c := k.note(t, seq, 1, "")
 		if _, took, err := st.add(wire.CheckpointAdd{Key: k.vkey, Old: 9, Proof: proofFrom(t, 9, c), Note: c.msg}); took || err == nil {

@@ -73,11 +73,7 @@ func TestLastCheckpointOfEachHourIsPosted(t *testing.T) {
 	now.Store(time.Date(2026, 12, 1, 10, 40, 0, 0, time.UTC))
 	dir := t.TempDir()
 	opts := Options{Dir: dir, Gateway: g.path, Log: log.New(os.Stderr, "", 0), Clock: func() time.Time { return now.Load().(time.Time) }}
-	cosigner, err := loadCosigner(dir, testOrigin, opts.Clock, opts.Log.Printf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := &store{dir: dir, origin: testOrigin, log: opts.Log, cosigner: cosigner}
+	st := &store{dir: dir, origin: testOrigin, log: opts.Log, clock: opts.Clock}
 	p, err := newPoster(opts)
 	if err != nil {
 		t.Fatal(err)

@@ -24,15 +24,15 @@ import (
 // store is witness/: the key it trusts, its own cosignature key and the
 // checkpoints it took, cosigned, in audit's checkpoints.jsonl form so that
 // `boxmaker audit verify` reads it with the audit package. It keeps no
-// checkpoint in memory: each add reads the key and the newest checkpoint
-// from disk, so that an owner who resets the witness (moves witness/'s
+// checkpoint or key in memory: each add reads the keys and the newest
+// checkpoint from disk, so that an owner who resets the witness (moves witness/'s
 // files aside) is heard at the next add.
 type store struct {
-	dir      string
-	origin   string // the first line every checkpoint must have
-	log      *log.Logger
-	cosigner note.Signer
-	mu       sync.Mutex
+	dir    string
+	origin string // the first line every checkpoint must have
+	log    *log.Logger
+	clock  func() time.Time // the cosignatures' time
+	mu     sync.Mutex
 }
 
 // maxProof is C2SP tlog-witness's bound on a consistency proof's lines.
@@ -92,7 +92,11 @@ func (s *store) add(req wire.CheckpointAdd) (audit.Checkpoint, bool, error) {
 	if err := s.consistent(req.Proof, held, cp); err != nil {
 		return held, false, err
 	}
-	cosigned, err := audit.Cosign([]byte(req.Note), v, s.cosigner)
+	cosigner, err := loadCosigner(s.dir, s.origin, s.clock, s.log.Printf)
+	if err != nil {
+		return held, false, err
+	}
+	cosigned, err := audit.Cosign([]byte(req.Note), v, cosigner)
 	if err != nil {
 		return held, false, fmt.Errorf("witness: cosign: %w", err)
 	}

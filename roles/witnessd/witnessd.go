@@ -85,11 +85,10 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
-	cosigner, err := loadCosigner(opts.Dir, opts.Origin, opts.Clock, opts.Log.Printf)
-	if err != nil {
+	if _, err := loadCosigner(opts.Dir, opts.Origin, opts.Clock, opts.Log.Printf); err != nil { // made at the first start
 		return err
 	}
-	w := &witness{store: &store{dir: opts.Dir, origin: opts.Origin, log: opts.Log, cosigner: cosigner}, log: opts.Log}
+	w := &witness{store: &store{dir: opts.Dir, origin: opts.Origin, log: opts.Log, clock: opts.Clock}, log: opts.Log}
 	if err := w.store.check(); err != nil {
 		opts.Log.Printf("cannot tell the newest checkpoint it holds, so it takes none: %v", err)
 		return fmt.Errorf("witnessd: %s cannot be read: %w", opts.Dir, err)
