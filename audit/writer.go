@@ -40,6 +40,7 @@ type Writer struct {
 	day      int64    // cur's day
 	end      Position // where the last line sealed ends (once flushed)
 	buf      []byte   // the batch's lines
+	leaves   [][2]int // where in buf each line sealed since the last flush lies, for the tree
 	line     []byte   // the line being sealed
 	timeText cachedTime
 	logf     func(format string, args ...any) // nil: nothing is logged
