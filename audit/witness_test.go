@@ -215,3 +215,30 @@ func testCosigner(t testing.TB, wdir string) note.Signer {
 	}
 	return s
 }
+
+// The witness's copy counts only with the witness's own cosignature on
+// each checkpoint of the tree's form: one signed by brokerd's key alone
+// (which whoever holds brokerd's uid can make), or cosigned by another
+// key, is refused.
+func TestReadWitnessWantsTheWitnessesCosignature(t *testing.T) {
+	c, wdir := witnessed(t, 2)
+	w := c.mustOpen(t)
+	appendN(t, w, 2)
+	w.Close()
+	if cps, err := ReadWitness(wdir); err != nil || len(cps) == 0 || cps[0].Cosigned.IsZero() {
+		t.Fatalf("ReadWitness = %v, %v; want cosigned checkpoints", cps, err)
+	}
+	mine := c.checkpoints(t)
+	brokerdOnly, _ := CheckpointLine(mine[len(mine)-1].Note())
+	other := testCosigner(t, t.TempDir())
+	byOther, _ := Cosign([]byte(mine[len(mine)-1].Note()), c.cfg.Verifier, other)
+	otherLine, _ := CheckpointLine(string(byOther))
+	for name, line := range map[string][]byte{"brokerd's signature alone": brokerdOnly, "another key's cosignature": otherLine} {
+		t.Run(name, func(t *testing.T) {
+			writeFile(t, wdir, CheckpointsName, string(line))
+			if cps, err := ReadWitness(wdir); err == nil || !strings.Contains(err.Error(), "no cosignature by the witness's key") {
+				t.Fatalf("ReadWitness = %v, %v; want a refusal", cps, err)
+			}
+		})
+	}
+}
