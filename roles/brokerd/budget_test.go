@@ -47,7 +47,7 @@ func TestDeclassifiedBitsAreBoundedAcrossSecrets(t *testing.T) {
 	h.start()
 	infer := h.startFakeInfer("4242", "true", "true")
 	const wide = `{"handle":"%s","question":"The PIN?","answer":{"type":"integer","min":0,"max":65535}}`
-	h.readHandle("s1") // h1
+	h.readHandle("s1")                                             // h1
 	h.mustResult("s1", "notes_read", `{"path":"secret/other.md"}`) // h2
 	if r := h.mustResult("s1", "inspect", strings.Replace(wide, "%s", "h1", 1)); r.Class != wire.Public {
 		t.Fatalf("the first declassified answer: %+v", r)
