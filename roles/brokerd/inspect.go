@@ -100,12 +100,12 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	return reply(true, wire.Result{Content: answer, Class: class, Untrusted: false})
 }
 
-// askQuarantined sends q to inferproxy on brokerd's own pair and returns
-// the model's answer, unchecked.
+// askQuarantined sends q to inspectd, which carries nothing of loopd's,
+// and returns the model's answer, unchecked.
 func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Inspect.Timeout.D())
 	defer cancel()
-	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inferproxy"))
+	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inspectd"))
 	if err != nil {
 		return "", err
 	}
@@ -116,7 +116,7 @@ func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (str
 	}
 	res, ok := m.(wire.InspectResult)
 	if !ok {
-		return "", fmt.Errorf("inferproxy answered %s", wire.KindOf(m))
+		return "", fmt.Errorf("inspectd answered %s", wire.KindOf(m))
 	}
 	return res.Answer, nil
 }

@@ -23,8 +23,9 @@ type Inspect struct {
 	// together: a bool is 1, an enum of n values log2(n), an integer of
 	// n values log2(n), each rounded up.
 	MaxDeclassifiedBits int `toml:"max_declassified_bits"`
-	// Slot is the llama-server slot inferproxy asks on; -1 (the default)
-	// is the server's last slot, from GET /props.
+	// Slot is the llama-server slot inspectd asks on, which inferproxy
+	// refuses to loopd; -1 (the default) is the server's last slot, from
+	// GET /props. ReservedSlot says which it is on a given server.
 	Slot int `toml:"slot"`
 	// Timeout bounds one question, from brokerd's request to the answer.
 	Timeout Duration `toml:"timeout"`
@@ -58,4 +59,21 @@ func (i Inspect) Check() error {
 		return errors.New("inspect.timeout must be at least 1s")
 	}
 	return nil
+}
+
+// ReservedSlot is the slot inspect asks on, of a server with total slots:
+// inspectd asks there and nowhere else, inferproxy refuses it to loopd and
+// loopd gives it to no session (issue 23). ok is false when the server
+// cannot keep a slot apart, having fewer than two, or when the configured
+// slot is not among them (llama-server would wrap it onto another): then
+// inspect asks nothing and loopd may use every slot.
+func (i Inspect) ReservedSlot(total int) (slot int, ok bool) {
+	slot = i.Slot
+	if slot < 0 {
+		slot = total - 1
+	}
+	if total < 2 || slot >= total {
+		return 0, false
+	}
+	return slot, true
 }
