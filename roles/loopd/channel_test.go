@@ -220,7 +220,8 @@ func TestBadLoopConfigRefusesToStart(t *testing.T) {
 // keep their caches, and messages to one session take turns rather than
 // interleave.
 func TestConcurrentTurns(t *testing.T) {
-	e := newEnv(t, envOptions{script: toolScript, slots: 3})
+	// Three sessions, three slots for them, and inspect's, the last.
+	e := newEnv(t, envOptions{script: toolScript, slots: 4})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {
