@@ -48,7 +48,7 @@ func (r *reply) apply(m wire.Message) error {
 	case wire.ToolCallEvent:
 		r.tools = append(r.tools, toolLine{call: e.Call, tool: e.Tool, args: e.Arguments, outcome: "running"})
 	case wire.ApprovalPendingEvent:
-		r.setOutcome(e.Call, fmt.Sprintf("waiting for approval %s (expires %s)", e.Approval, e.Expires))
+		r.setOutcome(e.Call, pendingOutcome(e))
 	case wire.ToolResultEvent:
 		r.setOutcome(e.Call, strings.TrimSpace(e.Outcome+": "+e.Detail))
 	default:
@@ -103,11 +103,20 @@ func (r *reply) renderLocked() string {
 	return body
 }
 
+// pendingOutcome says which approval a call waits for and where else it
+// is answered: an approval of a call in a secret session gets no post here
+// (brokerd keeps it on the host, gateway.secret_approvals), so the line
+// names the command that answers it on the host.
+func pendingOutcome(e wire.ApprovalPendingEvent) string {
+	id := oneLine(e.Approval, 64)
+	return fmt.Sprintf("waiting for approval %s (expires %s); on the host: %s", codeSpan(id), e.Expires, codeSpan("boxmaker approve "+id))
+}
+
 // toolLines is one compact line per tool call.
 func (r *reply) toolLines() string {
 	var lines []string
 	for _, t := range r.tools {
-		lines = append(lines, fmt.Sprintf("• %s %s → %s", codeSpan(oneLine(t.tool, 40)), codeSpan(oneLine(t.args, 80)), oneLine(t.outcome, 120)))
+		lines = append(lines, fmt.Sprintf("• %s %s → %s", codeSpan(oneLine(t.tool, 40)), codeSpan(oneLine(t.args, 80)), oneLine(t.outcome, 240)))
 	}
 	return strings.Join(lines, "\n")
 }
