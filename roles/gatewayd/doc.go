@@ -8,7 +8,10 @@
 // posting under that id; see classify). Each Mattermost thread is one
 // session ("mm-" and the thread's root id), and the reply is streamed into
 // a post in that thread by editing it at most once per edit_interval, with
-// one line per tool call and its outcome. brokerd dials
+// one line per tool call and its outcome. What loopd sends (the model's
+// reply, a tool's outcome, an error, a job's reply) is shown only quoted as
+// code, never rendered, and every post carries unsafe_links (quote.go): no
+// client or server fetches a URL a model wrote. brokerd dials
 // gateway.sock and holds one approval_request open per pending approval;
 // gatewayd posts it (the arguments fenced as quoted data) in the session's
 // thread, or in a direct message to the owner when the session is not one
@@ -38,6 +41,7 @@
 // integration posting under an allowlisted id, or on any post but the
 // approval's own; never log or pass on the bot token (it is read from the
 // secrets directory or systemd's credentials, never from config or argv);
-// never post a checkpoint note it could not show as it came; never write to
-// disk; and never import another role's package.
+// never post a checkpoint note it could not show as it came; never post
+// loopd's words as live Markdown; never write to disk; and never import
+// another role's package.
 package gatewayd

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"boxmaker/roles/gatewayd/internal/mattermost"
@@ -84,7 +86,7 @@ func (g *gateway) postDelivery(ctx context.Context, d wire.JobDelivery) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for _, chunk := range splitRunes(jobText(d, time.Now()), maxPostRunes) {
+	for _, chunk := range jobPosts(d, time.Now()) {
 		if _, err := retry(ctx, g, "posting a job's reply", func() (mattermost.Post, error) {
 			return g.mm.CreatePost(ctx, mattermost.Post{ChannelID: channel, Message: chunk})
 		}); err != nil {
@@ -114,9 +116,11 @@ func (g *gateway) deliveryChannel(to string) (string, error) {
 	return ch, nil
 }
 
-// jobText marks a reply as the job's: "**Job nightly** (scheduled 07:00
-// Europe/Berlin): …". The job's words are loopd's, shown, never acted on.
-func jobText(d wire.JobDelivery, now time.Time) string {
+// jobPosts marks a reply as the job's: "**Job nightly** (scheduled 07:00
+// Europe/Berlin):" and the reply quoted below it (quote.go), cut over posts
+// when one cannot hold it. The job's words are loopd's, shown, never acted
+// on, and never rendered.
+func jobPosts(d wire.JobDelivery, now time.Time) []string {
 	when := jobTime(d, now)
 	var why string
 	switch d.Trigger {
@@ -127,12 +131,23 @@ func jobText(d wire.JobDelivery, now time.Time) string {
 	default:
 		why = "run by the owner at " + when
 	}
-	head := fmt.Sprintf("**Job %s** (%s)", oneLine(d.Job, 64), why)
+	head := fmt.Sprintf("**Job %s** (%s)", jobName(d.Job), why)
 	if d.Outcome != wire.RunOK {
-		return head + " " + string(d.Outcome) + ": _" + oneLine(d.Content, 500) + "_"
+		return []string{head + " " + string(d.Outcome) + ": " + codeSpan(oneLine(d.Content, 500))}
 	}
-	return head + ": " + d.Content
+	return quotedPosts(head+":", d.Content, "")
 }
+
+// jobName is a job's id as a post shows it: as it is when it is a job id
+// as policy makes them, else quoted.
+func jobName(id string) string {
+	if jobID().MatchString(id) {
+		return id
+	}
+	return codeSpan(oneLine(id, 64))
+}
+
+var jobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) })
 
 // jobTime shows a run's time in the job's zone (UTC for an every job),
 // with the date unless it is now's day there.

@@ -74,12 +74,15 @@ func TestJobRepliesArePostedWhereTheJobSays(t *testing.T) {
 		posts = posts[:0]
 		for _, p := range w.mm.PostsBy(w.bot.ID) {
 			posts = append(posts, p.ChannelID+" "+p.Message)
+			if p.Props["unsafe_links"] != "true" {
+				t.Errorf("post %s lacks unsafe_links, so the server may preview its links", p.ID)
+			}
 		}
 		return len(posts) >= 2
 	})
 	want := []string{
-		dm + " **Job nightly** (scheduled 2020-03-01 07:00 Europe/Berlin): Three notes in the inbox.",
-		w.channel + " **Job nightly** (missed at 2020-03-01 06:00 UTC, caught up) failed: _the run did not finish within max_turn (10m)_",
+		dm + " **Job nightly** (scheduled 2020-03-01 07:00 Europe/Berlin):\n\n```text\nThree notes in the inbox.\n```",
+		w.channel + " **Job nightly** (missed at 2020-03-01 06:00 UTC, caught up) failed: `the run did not finish within max_turn (10m)`",
 	}
 	if strings.Join(posts, "\n") != strings.Join(want, "\n") {
 		t.Errorf("posts:\n%s\nwant:\n%s", strings.Join(posts, "\n"), strings.Join(want, "\n"))
@@ -92,11 +95,11 @@ func TestJobRepliesArePostedWhereTheJobSays(t *testing.T) {
 func TestJobTextShowsTheTimeInTheJobsZone(t *testing.T) {
 	d := delivery(t, "mattermost", "Europe/Berlin", wire.TriggerSchedule, wire.RunOK, "hi")
 	now := time.Date(2020, 3, 1, 12, 0, 0, 0, time.UTC)
-	if got := jobText(d, now); got != "**Job nightly** (scheduled 07:00 Europe/Berlin): hi" {
+	if got := jobPosts(d, now)[0]; got != "**Job nightly** (scheduled 07:00 Europe/Berlin):\n\n```text\nhi\n```" {
 		t.Errorf("today: %q", got)
 	}
 	d.Trigger, d.TimeZone = wire.TriggerOwner, ""
-	if got := jobText(d, now); got != "**Job nightly** (run by the owner at 06:00 UTC): hi" {
+	if got := jobPosts(d, now)[0]; got != "**Job nightly** (run by the owner at 06:00 UTC):\n\n```text\nhi\n```" {
 		t.Errorf("the owner's: %q", got)
 	}
 }

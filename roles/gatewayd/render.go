@@ -74,40 +74,49 @@ func (r *reply) take() (string, bool) {
 	r.changed = false
 	// While streaming, what does not fit one post waits for the end, when
 	// final splits it over several.
-	return splitRunes(r.renderLocked(), maxPostRunes)[0], changed
+	return r.postsLocked()[0], changed
 }
 
-// render is the text to show now.
+// render is the first post of the text to show now.
 func (r *reply) render() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.renderLocked()
+	return r.postsLocked()[0]
 }
 
-func (r *reply) renderLocked() string {
-	body := r.text.String()
-	switch {
-	case r.done && r.err != nil:
-		body = strings.TrimSpace(body + "\n\n_(the turn failed: " + oneLine(r.err.Error(), 300) + ")_")
-	case r.done:
-		body = r.content
-	case body == "" && r.thinking:
-		body = "_thinking…_"
-	case body == "":
-		body = "…"
+// postsLocked is the reply as posts: the tool lines and gatewayd's own
+// words as Markdown, loopd's text (the model's reply, loopd's error) only
+// quoted (quote.go), so that nothing in it renders.
+func (r *reply) postsLocked() []string {
+	text := r.text.String()
+	if r.done && r.err == nil {
+		text = r.content
+	}
+	tail := ""
+	if r.done && r.err != nil {
+		tail = "_the turn failed:_ " + codeSpan(oneLine(r.err.Error(), 300))
 	}
 	head := r.toolLines()
-	if head != "" {
-		body = head + "\n\n" + body
+	if text != "" {
+		return quotedPosts(head, text, tail)
 	}
-	return body
+	status := tail
+	switch {
+	case status != "":
+	case r.thinking && !r.done:
+		status = "_thinking…_"
+	default:
+		status = "…"
+	}
+	return ownPosts(strings.TrimSpace(head + "\n\n" + status))
 }
 
-// toolLines is one compact line per tool call.
+// toolLines is one compact line per tool call; loopd's words in it are
+// code spans.
 func (r *reply) toolLines() string {
 	var lines []string
 	for _, t := range r.tools {
-		lines = append(lines, fmt.Sprintf("• %s %s → %s", codeSpan(oneLine(t.tool, 40)), codeSpan(oneLine(t.args, 80)), oneLine(t.outcome, 120)))
+		lines = append(lines, fmt.Sprintf("• %s %s → %s", codeSpan(oneLine(t.tool, 40)), codeSpan(oneLine(t.args, 80)), codeSpan(oneLine(t.outcome, 120))))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -121,22 +130,9 @@ func (r *reply) finish(content string, err error) {
 
 // final is the finished reply cut into posts that each fit.
 func (r *reply) final() []string {
-	return splitRunes(r.render(), maxPostRunes)
-}
-
-// splitRunes cuts s into pieces of at most n runes, at a line break when
-// one is near the end of a piece.
-func splitRunes(s string, n int) []string {
-	var out []string
-	for utf8.RuneCountInString(s) > n {
-		cut := len(string([]rune(s)[:n]))
-		if nl := strings.LastIndexByte(s[:cut], '\n'); nl > cut/2 {
-			cut = nl + 1
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	return append(out, s)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.postsLocked()
 }
 
 // oneLine folds s onto one line and cuts it at n runes.
@@ -149,8 +145,12 @@ func oneLine(s string, n int) string {
 }
 
 // codeSpan writes s as inline code that no backtick inside can end: the
-// delimiter is one backtick longer than the longest run in s.
+// delimiter is one backtick longer than the longest run in s. A line break
+// would let a heading or a fence start inside it, so s must be one line
+// (oneLine); U+2424, which the web client's Markdown reads as a line
+// break, is shown as the escape \u2424.
 func codeSpan(s string) string {
+	s = strings.ReplaceAll(s, "\u2424", `\u2424`)
 	run := longestRun(s, '`')
 	if run == 0 {
 		return "`" + s + "`"
