@@ -23,7 +23,9 @@
 // It holds a job_deliveries request open on loop.sock and posts the reply
 // of each scheduled job run that loopd sends (jobs.go): to the owner's
 // direct messages or a configured channel, as the job file said, marked as
-// the job's.
+// the job's; but only for a run brokerd said, with job_ended on
+// gateway.sock, it minted and has ended, once, and under brokerd's job,
+// time, destination and outcome (jobended.go).
 //
 // witnessd dials its own gateway.sock (run/witnessd-gatewayd) with the last
 // audit checkpoint of each hour, checkpoint_post, and gatewayd posts the
@@ -36,7 +38,8 @@
 // that cannot be posted while Mattermost is down stays pending and is
 // posted when the server is back.
 //
-// gatewayd must never forward an approval, or an answer to one, to loopd;
+// gatewayd must never post a job's message on loopd's word alone; never
+// forward an approval, or an answer to one, to loopd;
 // never take an answer from anyone outside allow_users, from a bot, from an
 // integration posting under an allowlisted id, or on any post but the
 // approval's own; never log or pass on the bot token (it is read from the

@@ -20,8 +20,10 @@ import (
 // request open on loop.sock and posts each job_delivery frame loopd sends:
 // to the owner's direct messages ("mattermost") or to a channel
 // ("mattermost:<id>") that [gateway] channels lists, under a line that
-// marks it as the job's. Where a reply goes is the job file's, read by
-// loopd; gatewayd only refuses a channel it was not configured for.
+// marks it as the job's. A reply is posted only for a run brokerd told
+// gatewayd it minted and has ended (jobended.go), and where it goes is the
+// job file's as brokerd read it; gatewayd also refuses a channel it was
+// not configured for.
 
 // followJobs takes deliveries from loopd until ctx ends, dialling again
 // with backoff when loopd is down or restarts.
@@ -79,6 +81,13 @@ func (g *gateway) takeDeliveries(ctx context.Context) (took bool, err error) {
 // postDelivery posts one job's reply where it goes, split over posts when
 // one cannot hold it.
 func (g *gateway) postDelivery(ctx context.Context, d wire.JobDelivery) {
+	end, ok := g.jobEnds.take(ctx, d.Session, g.jobEndWait)
+	if !ok {
+		g.log.Printf("job %s: the reply loopd sent for session %s is not posted: brokerd has not said it minted that run and it ended, or it was posted already",
+			oneLine(d.Job, 64), d.Session)
+		return
+	}
+	d = asBrokerdSays(d, end)
 	channel, err := g.deliveryChannel(d.To)
 	if err != nil {
 		g.log.Printf("job %s: the reply of session %s is not posted: %v; it is in the session log", d.Job, d.Session, err)
