@@ -21,8 +21,8 @@ import (
 const (
 	// jobEndedFirstTry bounds the first telling, made before loopd's
 	// job_done is answered, so that the word is with gatewayd before
-	// loopd hands over the reply.
-	jobEndedFirstTry = 5 * time.Second
+	// loopd hands over the reply (loopd gives job_done 5 s).
+	jobEndedFirstTry = 2 * time.Second
 	// jobEndedRetryFor is how long brokerd goes on telling a gatewayd
 	// that was down; gatewayd holds a delivery for a while only.
 	jobEndedRetryFor = 10 * time.Minute

@@ -169,3 +169,23 @@ func TestNoEmphasisAroundAQuote(t *testing.T) {
 		}
 	}
 }
+
+// FuzzQuotedPosts: whatever the text, no post gatewayd makes of it renders
+// anything live, and each fits.
+func FuzzQuotedPosts(f *testing.F) {
+	for _, attack := range imageAttacks {
+		f.Add(attack)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for where, posts := range postsOf(s) {
+			for i, post := range posts {
+				if live := liveNodes(post); len(live) > 0 {
+					t.Fatalf("%q in a %s: post %d renders %v:\n%s", s, where, i, live, post)
+				}
+				if n := len([]rune(post)); n > maxPostRunes {
+					t.Fatalf("%q in a %s: post %d has %d runes", s, where, i, n)
+				}
+			}
+		}
+	})
+}
