@@ -128,8 +128,11 @@ var Pairs = []Pair{
 	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_run")},
 	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_deliveries"),
 		NamesSessions: true},
+	// brokerd offers approvals to gatewayd, and tells it of each ended run
+	// whose reply goes to Mattermost: gatewayd posts loopd's job_delivery
+	// only for such a run (issue 23, finding 9).
 	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
-		Accepts: []string{"approval_request"}},
+		Accepts: []string{"approval_request", "job_ended"}},
 	// brokerd hands each signed audit checkpoint to the witness, and the
 	// witness the last of each hour to gatewayd for the owner's DM
 	// (DESIGN.md section 14); neither may send anything else.
