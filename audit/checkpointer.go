@@ -13,7 +13,8 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// CheckpointConfig makes a Writer sign checkpoints of its chain's head.
+// CheckpointConfig makes a Writer sign checkpoints of its Merkle tree (the
+// tree of the records up to the head, checkpoint.go).
 type CheckpointConfig struct {
 	Signer note.Signer
 	// Verifier checks what the signer signed, and the Legacy checkpoints
@@ -36,8 +37,9 @@ type CheckpointConfig struct {
 // instead of from the first record, refusing a log shorter than it or
 // different from it, and makes the Writer sign a checkpoint after every
 // Records records or Interval with new records, at Open when the head is past
-// the newest checkpoint (a log older than the key is thus verified once in
-// full and then checkpointed), and at Close.
+// the newest checkpoint or the newest is a Legacy one (a log older than the
+// key, or than the tree, is thus verified once in full, its tree built, and
+// then checkpointed), and at Close.
 func WithCheckpoints(c CheckpointConfig) Option {
 	return func(w *Writer) { w.cp = &checkpointer{cfg: c} }
 }

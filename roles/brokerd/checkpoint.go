@@ -20,7 +20,7 @@ import (
 // broker/. The newest checkpoint is mirrored in broker/ too, so that a
 // deleted audit/ directory is noticed at the next start.
 const (
-	keyName    = "checkpoint.key"  // the signer key, then the verifier key, a line each
+	keyName    = "checkpoint.key"  // the signer key, its verifier key, then earlier names' verifier keys, a line each
 	mirrorName = "checkpoint.last" // the newest signed checkpoint
 )
 

@@ -43,6 +43,10 @@ const maxProof = 63
 type refusal struct {
 	held   uint64
 	reason string
+	// stale: the proof starts at another size than the one held (C2SP's
+	// 409). brokerd learns the size from the answer and proves again: after
+	// its restart, the first answer is this one. Nothing is wrong.
+	stale bool
 }
 
 func (r *refusal) Error() string { return r.reason }
@@ -81,7 +85,9 @@ func (s *store) add(req wire.CheckpointAdd) (audit.Checkpoint, bool, error) {
 	case cp.Legacy || cp.Seq == 0:
 		return held, false, refuse(held.Seq, "not a checkpoint of a tree of records (size 0, or the older form without a root)")
 	case req.Old != held.Seq:
-		return held, false, refuse(held.Seq, "the proof starts at size %d, but the witness holds size %d", req.Old, held.Seq)
+		r := refuse(held.Seq, "the proof starts at size %d, but the witness holds size %d", req.Old, held.Seq)
+		r.stale = true
+		return held, false, r
 	case cp.Seq < held.Seq:
 		return held, false, refuse(held.Seq, "rollback: size %d is below size %d, which the witness holds", cp.Seq, held.Seq)
 	case cp.Seq == held.Seq && !held.Legacy && cp.Root != held.Root:

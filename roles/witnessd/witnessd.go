@@ -136,6 +136,9 @@ func (w *witness) add(req wire.CheckpointAdd) wire.Message {
 	cp, took, err := w.store.add(req)
 	var r *refusal
 	switch {
+	case errors.As(err, &r) && r.stale:
+		w.log.Printf("brokerd proved from size %d; the witness holds size %d and says so, for a proof from there", req.Old, r.held)
+		return wire.CheckpointRefused{Held: r.held, Reason: r.reason}
 	case errors.As(err, &r):
 		w.log.Printf("REFUSED a checkpoint from brokerd: %s", r.reason)
 		return wire.CheckpointRefused{Held: r.held, Reason: r.reason}
