@@ -74,13 +74,6 @@ func (t *treeFile) reset(n int64) error {
 	return nil
 }
 
-// add makes line the next leaf.
-func (t *treeFile) add(line []byte) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.addHash(tlog.RecordHash(line))
-}
-
 // addHash makes the record hash h the next leaf; mu is held.
 func (t *treeFile) addHash(h tlog.Hash) error {
 	hashes, err := tlog.StoredHashesForRecordHash(t.n, h, hashReader{t})
