@@ -147,7 +147,13 @@ func (c *witnessClient) add(ctx context.Context, conn *sock.Client, q queued) er
 		old := c.held
 		c.mu.Unlock()
 		if old > q.size {
-			return nil // the witness holds a newer one already
+			// The witness holds a bigger tree than this checkpoint's: the
+			// log brokerd signs is shorter than what was witnessed (cut
+			// short, or replaced), or this one was queued behind a newer.
+			if c.newest() <= old {
+				c.log.Printf("the audit witness holds a tree of %d records, more than this checkpoint's %d: the log is shorter than what was witnessed; run boxmaker audit verify", old, q.size)
+			}
+			return nil
 		}
 		req, err := c.request(q, old)
 		if err != nil {
@@ -170,6 +176,16 @@ func (c *witnessClient) add(ctx context.Context, conn *sock.Client, q queued) er
 		return nil
 	}
 	return nil
+}
+
+// newest is the size of the newest checkpoint queued, 0 with none.
+func (c *witnessClient) newest() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return 0
+	}
+	return c.queue[len(c.queue)-1].size
 }
 
 // request is the checkpoint_add of q with the proof from old.
