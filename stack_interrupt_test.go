@@ -99,6 +99,16 @@ match = '(?s)^first line\n.*third line$'
 content = '(day model) the paste came as one message'
 
 [[rule]]
+match = '^note (?P<text>.*)$'
+[[rule.tool_calls]]
+name = 'notes_write'
+arguments = '{"path":"notes/day.md","content":"${text}\n"}'
+
+[[rule]]
+match = '^long$'
+content = 'alpha bravo charlie delta echo foxtrot golf hotel india juliett kilo lima mike november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee zulu'
+
+[[rule]]
 content = '(day model) hello'
 `
 
@@ -178,4 +188,20 @@ func TestStackApprovalsInTheTerminal(t *testing.T) {
 	p.waitFor("a different command, still asked", has(`\(shell printf four\)\? \[y/N\]`), s)
 	p.tmux("send-keys", "-t", "chat", "n")
 	p.waitFor("the refusal and its meaning", has(`call 5 was denied: the approval was refused`), s)
+}
+
+// TestStackNoteWriteShowsItsDiff: a notes_write approval says whether it
+// creates the note or replaces it, and how a replacement changes it.
+func TestStackNoteWriteShowsItsDiff(t *testing.T) {
+	s := startStackScript(t, dayModel, dayGrants)
+	p := chatPane(t, s)
+	p.waitFor("the prompt", has(`(?m)^you> $`), s)
+	p.tmux("send-keys", "-t", "chat", "note first words", "Enter")
+	p.waitFor("the creation", has(`(?s)creates memory/notes/day\.md \(12 bytes\): no note is there now.*\[y/N\]`), s)
+	p.tmux("send-keys", "-t", "chat", "y")
+	p.waitFor("the write's result", has(`call 1: result: `), s)
+	p.tmux("send-keys", "-t", "chat", "note second words", "Enter")
+	p.waitFor("the diff", has(`(?s)replaces memory/notes/day\.md:\n\s+- first words\n\s+\+ second words\n.*\[y/N\]`), s)
+	p.tmux("send-keys", "-t", "chat", "n")
+	p.waitFor("the refusal", has(`call 2 was denied: the approval was refused`), s)
 }

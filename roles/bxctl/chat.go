@@ -240,6 +240,9 @@ func (c *chatter) approval(ctx context.Context, e wire.ApprovalPendingEvent) err
 	}
 	if c.oneShot != nil {
 		c.view.askApproval(a) // describes it
+		if preview := c.notesWritePreview(ctx, a); preview != "" {
+			c.view.activity(strings.TrimSpace(preview))
+		}
 		c.pendingApproval(ctx, a)
 		return nil
 	}

@@ -35,6 +35,7 @@ func (c *chatter) promptApproval(ctx context.Context, v *termView, a wire.Approv
 	v.write(resetTerminal)
 	var b strings.Builder
 	describeApproval(&b, a)
+	b.WriteString(c.notesWritePreview(ctx, a))
 	v.write(b.String())
 	flushInput(v.fd)
 	v.keys.discard()

@@ -72,7 +72,7 @@ func (c *chatter) resume(ctx context.Context, v *termView, name string) error {
 	for _, s := range list {
 		if s.Session == id {
 			c.session, c.shown = &id, id
-			v.activity(fmt.Sprintf("session %s: the next message goes on there (%d turns so far)", id, s.Turns))
+			v.activity(fmt.Sprintf("session %s: the next message goes on there (turns so far: %d)", id, s.Turns))
 			return nil
 		}
 	}
