@@ -90,3 +90,32 @@ func TestStackDenialSaysWhy(t *testing.T) {
 		t.Errorf("the explain line shows:\n%s", explained)
 	}
 }
+
+// TestStackListsAsJSON: sessions, notes and jobs print JSON arrays a
+// script can read.
+func TestStackListsAsJSON(t *testing.T) {
+	s := startStackScript(t, dayModel, dayGrants)
+	s.chatOnce("--message", "hi")
+	var sessions []struct {
+		Session string `json:"session"`
+		Epoch   int    `json:"epoch"`
+		Turns   int    `json:"turns"`
+		Updated string `json:"updated"`
+	}
+	if out := s.run("sessions", "--json"); json.Unmarshal([]byte(out), &sessions) != nil || len(sessions) != 1 || sessions[0].Turns != 1 || sessions[0].Epoch != 1 || sessions[0].Updated == "" {
+		t.Errorf("sessions --json: %s", out)
+	}
+	var notes []struct {
+		Path   string `json:"path"`
+		Folder bool   `json:"folder"`
+	}
+	if out := s.run("notes", "--json"); json.Unmarshal([]byte(out), &notes) != nil || len(notes) == 0 {
+		t.Errorf("notes --json: %s", out)
+	}
+	var jobs []struct {
+		Job string `json:"job"`
+	}
+	if out := s.run("jobs", "--json"); json.Unmarshal([]byte(out), &jobs) != nil || jobs == nil {
+		t.Errorf("jobs --json: %q", out)
+	}
+}
