@@ -155,6 +155,9 @@ func (c *chatter) startTurn() {
 func (c *chatter) endTurn(ctx context.Context, final wire.Message, err error) error {
 	c.writeGrantsLeft()
 	if err != nil {
+		if hint := modelHint(c.paths, err); hint != "" {
+			return fmt.Errorf("chat: %w; %s", loopdSaid(err), hint)
+		}
 		return fmt.Errorf("chat: %w", loopdSaid(err))
 	}
 	done, ok := final.(wire.ChatDone)

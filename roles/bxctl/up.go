@@ -130,7 +130,12 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 		KillHelper: killHelper,
 	}
 	defer os.Remove(upStatePath(paths))
-	return supervise.Run(ctx, opts, func() { upBanner(log, paths, daemons, scripted) })
+	return supervise.Run(ctx, opts, func() {
+		upBanner(log, paths, daemons, scripted)
+		if !scripted {
+			go probeModel(ctx, log, paths, upstream)
+		}
+	})
 }
 
 // modelUpstream is the llama-server inferproxy forwards to: the scripted
