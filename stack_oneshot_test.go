@@ -119,3 +119,27 @@ func TestStackListsAsJSON(t *testing.T) {
 		t.Errorf("jobs --json: %q", out)
 	}
 }
+
+// TestStackScriptedModelShowsEveryTool: the default scripted model calls
+// each built-in tool for its phrase, and its help names them all.
+func TestStackScriptedModelShowsEveryTool(t *testing.T) {
+	s := startStack(t, nil)
+	help, _, _ := s.chatOnce("--message", "help")
+	for _, c := range []struct{ message, tool string }{
+		{"fetch https://example.org/", "http_fetch"},
+		{"read note welcome.md", "notes_read"},
+		{"write note scratch.md: milk and eggs", "notes_write"},
+		{"search notes welcome", "notes_search"},
+		{"read file /etc/hostname", "file_read"},
+		{"run date -u", "shell"},
+		{"consult what is the capital of France?", "consult"},
+	} {
+		if !strings.Contains(help, "("+c.tool+")") {
+			t.Errorf("the scripted model's help does not name %s:\n%s", c.tool, help)
+		}
+		_, errText, _ := s.chatOnce("--message", c.message, "--approvals=deny")
+		if !regexp.MustCompile(`call \d+: ` + c.tool + ` \{`).MatchString(errText) {
+			t.Errorf("%q did not call %s:\n%s", c.message, c.tool, errText)
+		}
+	}
+}
