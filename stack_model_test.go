@@ -21,3 +21,21 @@ func TestStackDeadModelSaysWhatToDo(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, errText)
 	}
 }
+
+// TestStackStatusShowsTheModel: status names the model server and whether
+// it answers.
+func TestStackStatusShowsTheModel(t *testing.T) {
+	s := startStackUpstream(t, "http://127.0.0.1:9", nil)
+	out, _ := s.try("status")
+	if !strings.Contains(out, "model: http://127.0.0.1:9 DOES NOT ANSWER (") {
+		t.Errorf("status:\n%s", out)
+	}
+}
+
+// TestStackStatusNamesTheScriptedModel: and the scripted model as such.
+func TestStackStatusNamesTheScriptedModel(t *testing.T) {
+	scripted := startStack(t, nil)
+	if out := scripted.run("status"); !strings.Contains(out, "model: the SCRIPTED MODEL") {
+		t.Errorf("status with the scripted model:\n%s", out)
+	}
+}

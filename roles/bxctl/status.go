@@ -62,6 +62,9 @@ func status(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(out, "boxmaker is up in %s (supervisor pid %d)\n", paths.Home, st.Supervisor)
 	}
 	down := statusTable(out, st)
+	if up {
+		printModelLine(out, checkModel(ctx, paths, st))
+	}
 	printWitnessLine(out, paths)
 	if down > 0 && up {
 		return fmt.Errorf("status: %d roles not running", down)
