@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -37,5 +38,25 @@ func TestStackStatusNamesTheScriptedModel(t *testing.T) {
 	scripted := startStack(t, nil)
 	if out := scripted.run("status"); !strings.Contains(out, "model: the SCRIPTED MODEL") {
 		t.Errorf("status with the scripted model:\n%s", out)
+	}
+	var st struct {
+		Up    bool `json:"up"`
+		Roles []struct {
+			Role  string `json:"role"`
+			State string `json:"state"`
+		} `json:"roles"`
+		Model struct {
+			Scripted bool `json:"scripted"`
+			Answers  bool `json:"answers"`
+		} `json:"model"`
+	}
+	out := scripted.run("status", "--json")
+	if err := json.Unmarshal([]byte(out), &st); err != nil || !st.Up || len(st.Roles) == 0 || !st.Model.Scripted || !st.Model.Answers {
+		t.Errorf("status --json: %v\n%s", err, out)
+	}
+	for _, r := range st.Roles {
+		if r.Role == "loopd" && r.State != "running" {
+			t.Errorf("status --json: loopd %s", r.State)
+		}
 	}
 }

@@ -50,3 +50,19 @@ func TestGrantsJSON(t *testing.T) {
 		t.Errorf("explain --json printed more than one line:\n%s", out)
 	}
 }
+
+// TestStatusJSONWhenNotUp: a home boxmaker up does not run is up:false,
+// every role not started, and no model.
+func TestStatusJSONWhenNotUp(t *testing.T) {
+	code, out, errOut := run(t, "status", "--json", "--home", t.TempDir())
+	var st struct {
+		Up    bool `json:"up"`
+		Roles []struct {
+			State string `json:"state"`
+		} `json:"roles"`
+		Model *struct{} `json:"model"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Up || st.Model != nil || len(st.Roles) == 0 || st.Roles[0].State != "not started" {
+		t.Errorf("status --json: %d %v\n%s%s", code, err, out, errOut)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/termtext"
 )
@@ -56,4 +57,50 @@ func printModelLine(out io.Writer, m modelStatus) {
 	default:
 		fmt.Fprintf(out, "model: %s DOES NOT ANSWER (%s): every chat fails until it does\n", termtext.Line(m.Upstream), termtext.Line(m.Error))
 	}
+}
+
+// statusOut is `status --json`.
+type statusOut struct {
+	Home       string       `json:"home"`
+	Up         bool         `json:"up"`
+	Supervisor int          `json:"supervisor"` // 0 when not up
+	Roles      []roleOut    `json:"roles"`
+	Model      *modelStatus `json:"model"` // null when not up
+}
+
+type roleOut struct {
+	Role   string `json:"role"`
+	State  string `json:"state"`
+	PID    string `json:"pid"`
+	UID    string `json:"uid"`
+	Socket string `json:"socket"`
+	Why    string `json:"why,omitempty"`
+}
+
+// statusJSON prints the status table's facts as JSON, with its exit status.
+func statusJSON(ctx context.Context, out io.Writer, paths config.Paths, st upState, up bool) error {
+	s := statusOut{Home: paths.Home, Up: up, Roles: []roleOut{}}
+	if up {
+		s.Supervisor = st.Supervisor
+		m := checkModel(ctx, paths, st)
+		s.Model = &m
+	}
+	down := 0
+	for _, spec := range roles.Table {
+		if !spec.Daemon {
+			continue
+		}
+		r := roleState(spec.Name, st)
+		if r.state != "running" && r.state != "not started" {
+			down++
+		}
+		s.Roles = append(s.Roles, roleOut{Role: spec.Name, State: r.state, PID: r.pid, UID: r.uid, Socket: r.sock, Why: r.why})
+	}
+	if err := printJSON(out, s); err != nil {
+		return err
+	}
+	if down > 0 && up {
+		return fmt.Errorf("status: %d roles not running", down)
+	}
+	return nil
 }
