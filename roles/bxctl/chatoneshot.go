@@ -67,8 +67,10 @@ func (c *chatter) pendingApproval(ctx context.Context, a wire.Approval) {
 		c.refuseApproval(ctx, a, "refused (--approvals=deny)")
 		return
 	}
-	c.view.activity(fmt.Sprintf("approval %s is pending: answer with `boxmaker approve %s` or `boxmaker deny %s` within %s, or it is refused (--approval-wait)",
-		a.Approval, a.Approval, a.Approval, o.wait))
+	// The start of the line is what it said before --approval-wait, which
+	// scripts may read.
+	c.view.activity(fmt.Sprintf("approval %s is pending until %s: answer with `boxmaker approve %s` or `boxmaker deny %s` within %s, or it is refused (--approval-wait)",
+		a.Approval, a.Expires, a.Approval, a.Approval, o.wait))
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.timers = append(o.timers, time.AfterFunc(o.wait, func() {
