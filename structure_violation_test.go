@@ -133,6 +133,16 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			`roles/loopd/channel.go:2: compares with the role name "gatewayd"; say it in a column of roles/table.go and derive it`,
 			`roles/loopd/channel.go:3: compares with the role name "loopd"; say it in a column of roles/table.go and derive it`,
 		}},
+		{"call decoded once", map[string]string{
+			"roles/brokerd/call.go":               "package brokerd\nimport \"boxmaker/wire\"\nvar _ = wire.DecodeCall(\"shell\", \"{}\")\n",
+			"roles/brokerd/runner.go":             "package brokerd\nimport \"boxmaker/wire\"\nvar _, _ = wire.ToolByName(\"shell\")\n",
+			"roles/brokerd/internal/handles/h.go": "package handles\nimport \"boxmaker/wire\"\nvar _, _ = wire.DecodeToolArgs(\"shell\", \"{}\")\n",
+			"roles/brokerd/call_test.go":          "package brokerd\nimport \"boxmaker/wire\"\nvar _ = wire.DecodeCall(\"shell\", \"{}\")\n",
+			"roles/loopd/tools.go":                "package loopd\nimport \"boxmaker/wire\"\nvar _, _ = wire.ToolByName(\"shell\")\n",
+		}, []string{
+			"roles/brokerd/internal/handles/h.go:3: calls DecodeToolArgs; brokerd decodes a call once, in roles/brokerd/call.go, and later stages take its wire.Call",
+			"roles/brokerd/runner.go:3: calls ToolByName; brokerd decodes a call once, in roles/brokerd/call.go, and later stages take its wire.Call",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

@@ -23,9 +23,9 @@ func inputLabel(d policy.Decision) taintLabel {
 // mount), which held the handles' content, and a call that did not run
 // raises nothing, so the model would read the content with the session
 // clean. The reason is not logged either: it may be a secret.
-func withheldFailure(req wire.ToolRequest, d policy.Decision, lg *log.Logger) outcome {
-	lg.Printf("session %s call %d: %s did not run; the reason is withheld, it may quote %s", req.Session, req.Call, d.Tool(), strings.Join(d.Handles(), ", "))
-	return failedOutcome("%s: not run; the reason is not shown, as it may quote the content of %s", d.Tool(), strings.Join(d.Handles(), ", "))
+func withheldFailure(req request, d policy.Decision, lg *log.Logger) outcome {
+	lg.Printf("session %s call %d: %s did not run; the reason is withheld, it may quote %s", req.session, req.id, d.Call().Name(), strings.Join(d.Handles(), ", "))
+	return failedOutcome("%s: not run; the reason is not shown, as it may quote the content of %s", d.Call().Name(), strings.Join(d.Handles(), ", "))
 }
 
 // keepHandle stores a result under a grant with result = "handle" and
@@ -33,17 +33,17 @@ func withheldFailure(req wire.ToolRequest, d policy.Decision, lg *log.Logger) ou
 // session as it is: the session's taint and untrusted flag do not change.
 // The handle keeps the label the result would have had, and its content
 // is redacted and cut like any result.
-func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, reply replyFunc) error {
+func (b *broker) keepHandle(req request, g policy.Grant, out outcome, reply replyFunc) error {
 	res := label(out.output.Content, g, out.read, out.secrets, b.cfg.Broker.ResultMaxBytes)
-	ref, err := b.handles.put(req.Session, req.Tool, taintLabel{class: res.Class, untrusted: res.Untrusted}, res.Content)
+	ref, err := b.handles.put(req.session, req.call.Name(), taintLabel{class: res.Class, untrusted: res.Untrusted}, res.Content)
 	if errors.Is(err, errHandleLimit) {
-		b.log.Printf("session %s call %d: %v", req.Session, req.Call, err)
-		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: the result was not kept: %v", req.Tool, err)})
+		b.log.Printf("session %s call %d: %v", req.session, req.id, err)
+		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: the result was not kept: %v", req.call.Name(), err)})
 	}
 	if err != nil {
 		return err
 	}
-	st, err := b.sessions.get(req.Session)
+	st, err := b.sessions.get(req.session)
 	if err != nil {
 		return err
 	}
@@ -60,12 +60,12 @@ func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, r
 // value carries no instructions); its class is that of what the question
 // read, unless the grant says declassify = true, when its result_class
 // stands. An answer outside its type fails without being quoted.
-func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Decision, g policy.Grant, reply replyFunc) error {
-	args, ok := d.Args().(wire.InspectArgs)
+func (b *broker) inspect(ctx context.Context, req request, d policy.Decision, g policy.Grant, reply replyFunc) error {
+	args, ok := d.Input().Args().(wire.InspectArgs)
 	if !ok {
-		return fmt.Errorf("inspect: arguments of type %T", d.Args())
+		return fmt.Errorf("inspect: arguments of type %T", d.Input().Args())
 	}
-	h, err := b.handles.ask(req.Session, args.Handle, d.Handles(), b.cfg.Inspect.MaxQuestions)
+	h, err := b.handles.ask(req.session, args.Handle, d.Handles(), b.cfg.Inspect.MaxQuestions)
 	if errors.Is(err, errHandleLimit) {
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error()})
 	}
@@ -74,19 +74,19 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	}
 	text, err := b.askQuarantined(ctx, wire.InspectRequest{Question: args.Question, Data: h.Content, Answer: args.Answer})
 	if err != nil {
-		b.log.Printf("session %s call %d: inspect: %v", req.Session, req.Call, err)
+		b.log.Printf("session %s call %d: inspect: %v", req.session, req.id, err)
 		return reply(true, wire.Failed{Message: "inspect: the quarantined model did not answer; try again later"})
 	}
 	answer, err := args.Answer.Parse(text)
 	if err != nil {
-		b.log.Printf("session %s call %d: inspect %s: %v", req.Session, req.Call, args.Handle, err)
+		b.log.Printf("session %s call %d: inspect %s: %v", req.session, req.id, args.Handle, err)
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error() + " (it is not shown)"})
 	}
 	class := inputLabel(d).class
 	if g.Declassify() {
 		class = g.ResultClass()
 	}
-	if err := b.sessions.raise(req.Session, taintLabel{class: class}); err != nil {
+	if err := b.sessions.raise(req.session, taintLabel{class: class}); err != nil {
 		return err
 	}
 	return reply(true, wire.Result{Content: answer, Class: class, Untrusted: false})

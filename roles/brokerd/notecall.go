@@ -63,9 +63,9 @@ type pendingRecord struct {
 
 // noteWriter describes the call req, run under g with in, the labels of
 // the handles it was given, to the labels.
-func (b *broker) noteWriter(req wire.ToolRequest, g policy.Grant, in taintLabel) noteWriter {
-	return noteWriter{session: req.Session, call: req.Call, base: func() (taintLabel, error) {
-		st, err := b.sessions.get(req.Session)
+func (b *broker) noteWriter(req request, g policy.Grant, in taintLabel) noteWriter {
+	return noteWriter{session: req.session, call: req.id, base: func() (taintLabel, error) {
+		st, err := b.sessions.get(req.session)
 		if err != nil {
 			return taintLabel{}, err
 		}

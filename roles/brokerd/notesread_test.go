@@ -182,8 +182,7 @@ func TestNotesMountsAreOnlyWhatTheCallNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ := wire.DecodeToolArgs("notes_read", `{"path":"notes/todo.md"}`)
-	m, err := mountsFor(read, args, memory, nil)
+	m, err := mountsFor(read, wire.DecodeCall("notes_read", `{"path":"notes/todo.md"}`), memory, nil)
 	if err != nil || len(m) != 1 || m[0].Host != filepath.Join(memory, "notes", "todo.md") || m[0].Path != "/memory/notes/todo.md" || m[0].Writable {
 		t.Errorf("notes_read mounts %+v (%v)", m, err)
 	}
@@ -191,8 +190,7 @@ func TestNotesMountsAreOnlyWhatTheCallNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ = wire.DecodeToolArgs("notes_search", `{"query":"x"}`)
-	m, err = mountsFor(search, args, memory, nil)
+	m, err = mountsFor(search, wire.DecodeCall("notes_search", `{"query":"x"}`), memory, nil)
 	if err != nil || len(m) != 2 || m[0].Path != "/memory/journal" || m[1].Path != "/memory/notes" || m[0].Writable || m[1].Writable {
 		t.Errorf("notes_search mounts %+v (%v)", m, err)
 	}
