@@ -302,6 +302,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"package docs":      checkPackageDocs,
 	"role names":        checkRoleNames,
 	"call decoded once": checkCallDecodedOnce,
+	"skips":             checkSkips,
 }
 
 func TestStructure(t *testing.T) {

@@ -143,6 +143,16 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/brokerd/internal/handles/h.go:3: calls DecodeToolArgs; brokerd decodes a call once, in roles/brokerd/call.go, and later stages take its wire.Call",
 			"roles/brokerd/runner.go:3: calls ToolByName; brokerd decodes a call once, in roles/brokerd/call.go, and later stages take its wire.Call",
 		}},
+		{"skips", map[string]string{
+			"roles/loopd/idle_test.go":    "package loopd\nimport \"testing\"\nfunc TestX(t *testing.T) { t.Skipf(\"no %s\", \"fd\") }\n",
+			"roles/loopd/ok_test.go":      "package loopd\nimport (\"testing\"; \"boxmaker/fixtures/require\")\nfunc TestY(t *testing.T) { require.Elsewhere(t, \"a helper\") }\n",
+			"fixtures/require/require.go": "package require\nimport \"testing\"\nfunc Elsewhere(t testing.TB, why string) { t.Skip(why) }\n",
+			"policy/dir_test.go":          "package policy\nimport \"testing\"\nfunc TestZ(t *testing.T) { t.Skip(\"no inotify\") }\n",
+			"stack_test.go":               "package main\nimport \"testing\"\nfunc TestS(t *testing.T) { t.SkipNow() }\n",
+		}, []string{
+			"roles/loopd/idle_test.go:3: skips with Skipf; skip through fixtures/require (Available, Tool, Elsewhere, ...)",
+			"stack_test.go:3: skips with SkipNow; skip through fixtures/require (Available, Tool, Elsewhere, ...)",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))
