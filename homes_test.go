@@ -57,3 +57,41 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// importRule says where an import may stand: never in the package dir
+// not (exactly that package), or only in the packages only.
+type importRule struct {
+	imp  string
+	not  string
+	only []string
+	why  string
+}
+
+// homeRules keep each of brokerd's side concerns in its own package under
+// roles/brokerd/internal/, so that brokerd's own package stays the server,
+// the dispatch and the call path.
+var homeRules = []importRule{
+	{imp: "golang.org/x/sys/unix", not: "roles/brokerd",
+		why: "brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'"},
+	{imp: "boxmaker/roles/internal/nofollow", only: []string{"roles/brokerd/internal/notes", "roles/internal/sandbox"},
+		why: "only the notes' walk and the sandbox's mounts open paths beneath a directory a sandbox could plant links in"},
+}
+
+// checkHomes: production code keeps to homeRules.
+func checkHomes(files []goFile) []string {
+	var bad []string
+	for _, f := range files {
+		if f.isTest() {
+			continue
+		}
+		for _, r := range homeRules {
+			if !contains(f.imports, r.imp) {
+				continue
+			}
+			if f.pkgDir == r.not || r.only != nil && !contains(r.only, f.pkgDir) {
+				bad = append(bad, fmt.Sprintf("%s: imports %s; %s", f.path, r.imp, r.why))
+			}
+		}
+	}
+	return bad
+}

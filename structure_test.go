@@ -303,6 +303,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"role names":        checkRoleNames,
 	"call decoded once": checkCallDecodedOnce,
 	"skips":             checkSkips,
+	"homes":             checkHomes,
 }
 
 func TestStructure(t *testing.T) {

@@ -153,6 +153,16 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/loopd/idle_test.go:3: skips with Skipf; skip through fixtures/require (Available, Tool, Elsewhere, ...)",
 			"stack_test.go:3: skips with SkipNow; skip through fixtures/require (Available, Tool, Elsewhere, ...)",
 		}},
+		{"homes", map[string]string{
+			"roles/brokerd/walk.go":             goSource("brokerd", "golang.org/x/sys/unix"),
+			"roles/brokerd/internal/notes/w.go": goSource("notes", "golang.org/x/sys/unix", "boxmaker/roles/internal/nofollow"),
+			"roles/internal/sandbox/s.go":       goSource("sandbox", "boxmaker/roles/internal/nofollow"),
+			"roles/toolkit/files.go":            goSource("toolkit", "boxmaker/roles/internal/nofollow"),
+			"roles/brokerd/walk_test.go":        goSource("brokerd", "golang.org/x/sys/unix"),
+		}, []string{
+			"roles/brokerd/walk.go: imports golang.org/x/sys/unix; brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'",
+			"roles/toolkit/files.go: imports boxmaker/roles/internal/nofollow; only the notes' walk and the sandbox's mounts open paths beneath a directory a sandbox could plant links in",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

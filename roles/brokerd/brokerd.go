@@ -14,6 +14,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
@@ -103,7 +104,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if b.jobRuns, err = openJobRuns(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {
 		return nil, err
 	}
-	if b.runner.notes, err = openNoteLabels(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {
+	if b.runner.notes, err = notes.Open(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {
 		return nil, err
 	}
 	auditDir := opts.Paths.Join("audit")

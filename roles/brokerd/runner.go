@@ -12,6 +12,7 @@ import (
 
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/roles/internal/sandbox"
@@ -26,7 +27,7 @@ type runner struct {
 	paths      config.Paths
 	executable string // the boxmaker binary the sandbox runs as toolkit
 	egressSock string // run/brokerd-egressd/egress.sock
-	notes      *noteLabels
+	notes      *notes.Store
 	// slots holds one token per sandbox running now; its capacity is
 	// broker.max_sandboxes, so a flood of calls cannot start unbounded
 	// sandboxes (each may take its memory and process limits).
@@ -48,7 +49,7 @@ type outcome struct {
 // run executes the call d allows, as who (for the labels of the notes it
 // writes). d must be runnable (auto or approved): that check is the first
 // thing it does, and nothing runs without it.
-func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (outcome, error) {
+func (r *runner) run(ctx context.Context, d policy.Decision, who notes.Writer) (outcome, error) {
 	g, err := d.Runnable()
 	if err != nil {
 		return outcome{}, err
@@ -87,7 +88,7 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 		defer f.Close()
 		spec.Egress = f
 	}
-	nc, err := r.notes.begin(mounts, who)
+	nc, err := r.notes.Begin(mounts, who)
 	if err != nil {
 		r.log.Printf("%s: %v", name, err)
 		return failedOutcome("%s: not run: brokerd cannot label notes now", name), nil
@@ -95,14 +96,15 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 	res, err := sandbox.Run(ctx, spec)
 	// Whatever became of the tool, what its sandbox wrote is labelled
 	// before anything is answered.
-	notes, nerr := r.notes.finish(nc)
+	labelled, nerr := r.notes.Finish(nc)
 	if nerr != nil {
 		return outcome{}, nerr
 	}
-	if notes.problem != nil {
-		r.log.Printf("%s: %v", name, notes.problem)
+	read := labelOfNotes(labelled.Read)
+	if labelled.Problem != nil {
+		r.log.Printf("%s: %v", name, labelled.Problem)
 		res.Output = toolrun.Output{OK: false, Content: fmt.Sprintf(
-			"%s: brokerd could not label what the call wrote file by file (%v); the folder now carries the session's label", name, notes.problem)}
+			"%s: brokerd could not label what the call wrote file by file (%v); the folder now carries the session's label", name, labelled.Problem)}
 	}
 	var fail *sandbox.Failure
 	if res.Diagnostics != "" {
@@ -112,7 +114,7 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 	case errors.As(err, &fail):
 		r.log.Printf("%s: %s", name, fail.Detail)
 		o := failedOutcome("%s", fail.Detail)
-		o.ran, o.secrets, o.read = true, nonEmpty(secret), notes.read
+		o.ran, o.secrets, o.read = true, nonEmpty(secret), read
 		return o, nil
 	case err != nil:
 		// The sandbox never started (a mount it cannot take, bwrap not
@@ -120,7 +122,7 @@ func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (ou
 		r.log.Printf("%s: not run: %v", name, err)
 		return failedOutcome("%s: not run: the sandbox cannot be set up: %v", name, err), nil
 	}
-	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: notes.read}, nil
+	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: read}, nil
 }
 
 // statePaths is what no sandbox may see: boxmaker's own state and config
