@@ -95,3 +95,54 @@ func checkHomes(files []goFile) []string {
 	}
 	return bad
 }
+
+// checkEntryPoints: every role package has one entry name: Command, the
+// command builder main dispatches to, and, for a role that takes Options,
+// Main(ctx, Options) error, which tests run; none calls it Run.
+func checkEntryPoints(files []goFile) []string {
+	funcs := map[string][]string{} // role dir -> its top-level functions
+	var dirs []string
+	for _, f := range files {
+		if f.isTest() || roleOf(f.pkgDir) == "" || f.pkgDir != "roles/"+roleOf(f.pkgDir) {
+			continue
+		}
+		if _, ok := funcs[f.pkgDir]; !ok {
+			dirs = append(dirs, f.pkgDir)
+		}
+		funcs[f.pkgDir] = append(funcs[f.pkgDir], topLevel(f)...)
+	}
+	var bad []string
+	for _, dir := range dirs {
+		names := funcs[dir]
+		switch {
+		case !contains(names, "Command"):
+			bad = append(bad, fmt.Sprintf("%s: no func Command, the role's entry for main", dir))
+		case contains(names, "Run"):
+			bad = append(bad, fmt.Sprintf("%s: func Run; a role's entry that takes Options is Main", dir))
+		case contains(names, "type Options") && !contains(names, "Main"):
+			bad = append(bad, fmt.Sprintf("%s: takes Options but has no func Main", dir))
+		}
+	}
+	return bad
+}
+
+// topLevel lists f's functions (not methods) by name, and its types as
+// "type Name".
+func topLevel(f goFile) []string {
+	var names []string
+	for _, d := range f.ast.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv == nil {
+				names = append(names, d.Name.Name)
+			}
+		case *ast.GenDecl:
+			for _, s := range d.Specs {
+				if ts, ok := s.(*ast.TypeSpec); ok {
+					names = append(names, "type "+ts.Name.Name)
+				}
+			}
+		}
+	}
+	return names
+}

@@ -304,6 +304,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"call decoded once": checkCallDecodedOnce,
 	"skips":             checkSkips,
 	"homes":             checkHomes,
+	"entry points":      checkEntryPoints,
 }
 
 func TestStructure(t *testing.T) {

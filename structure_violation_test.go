@@ -163,6 +163,18 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/brokerd/walk.go: imports golang.org/x/sys/unix; brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'",
 			"roles/toolkit/files.go: imports boxmaker/roles/internal/nofollow; only the notes' walk and the sandbox's mounts open paths beneath a directory a sandbox could plant links in",
 		}},
+		{"entry points", map[string]string{
+			"roles/loopd/loopd.go":           "package loopd\ntype Options struct{}\nfunc Command() {}\nfunc Run() {}\n",
+			"roles/egressd/egressd.go":       "package egressd\ntype Options struct{}\nfunc Command() {}\n",
+			"roles/witnessd/witnessd.go":     "package witnessd\ntype Options struct{}\nfunc Command() {}\nfunc Main() {}\n",
+			"roles/bxctl/bxctl.go":           "package bxctl\nfunc Command() {}\n",
+			"roles/toolkit/tools.go":         "package toolkit\nfunc commandOf() {}\n",
+			"roles/gatewayd/internal/m/m.go": "package m\nfunc Run() {}\n",
+		}, []string{
+			"roles/egressd: takes Options but has no func Main",
+			"roles/loopd: func Run; a role's entry that takes Options is Main",
+			"roles/toolkit: no func Command, the role's entry for main",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

@@ -27,7 +27,7 @@ import (
 func Command() *cli.Command {
 	return roles.DaemonCommand("brokerd", "decide, audit and run tool calls (a daemon)", "",
 		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
-			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "brokerd: ", 0)})
+			return Main(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "brokerd: ", 0)})
 		})
 }
 
@@ -39,8 +39,8 @@ type Options struct {
 	Executable string           // the boxmaker binary for sandboxes; default this process's
 }
 
-// Run serves until ctx ends, or until the audit log cannot be written.
-func Run(ctx context.Context, opts Options) error {
+// Main serves until ctx ends, or until the audit log cannot be written.
+func Main(ctx context.Context, opts Options) error {
 	b, err := start(ctx, opts)
 	if err != nil {
 		return err

@@ -40,7 +40,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	return Run(ctx, Options{Paths: paths, Gateway: *gw, Token: token, Log: log.New(cmd.Root().ErrWriter, "gatewayd: ", 0)})
+	return Main(ctx, Options{Paths: paths, Gateway: *gw, Token: token, Log: log.New(cmd.Root().ErrWriter, "gatewayd: ", 0)})
 }
 
 // Options is what Run needs; zero fields take the defaults named beside them.
@@ -84,9 +84,9 @@ type gateway struct {
 	work          sync.WaitGroup // replies and edits in flight
 }
 
-// Run serves until ctx ends (nil), or until the server refuses the token or
+// Main serves until ctx ends (nil), or until the server refuses the token or
 // gateway.sock fails (an error).
-func Run(ctx context.Context, opts Options) error {
+func Main(ctx context.Context, opts Options) error {
 	g, err := newGateway(opts)
 	if err != nil {
 		return err

@@ -67,7 +67,7 @@ func TestCommand(t *testing.T) {
 
 func TestBadTokenStopsGatewayd(t *testing.T) {
 	w := newWorld(t)
-	err := Run(t.Context(), Options{Paths: home(t), Gateway: w.gatewayConfig(), Token: "wrong-token"})
+	err := Main(t.Context(), Options{Paths: home(t), Gateway: w.gatewayConfig(), Token: "wrong-token"})
 	if err == nil || !strings.Contains(err.Error(), "refused the bot token") || strings.Contains(err.Error(), "wrong-token") {
 		t.Errorf("got %v", err)
 	}

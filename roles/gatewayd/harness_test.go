@@ -89,7 +89,7 @@ func start(t *testing.T, w *world, paths config.Paths, adjust ...func(*Options))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts) }()
+	go func() { done <- Main(ctx, opts) }()
 	var once sync.Once
 	r.stop = func() {
 		once.Do(func() {

@@ -188,7 +188,7 @@ func TestBadLoopConfigRefusesToStart(t *testing.T) {
 		os.WriteFile(filepath.Join(home, "etc", "config.toml"), []byte(text), 0o644)
 		e := &env{t: t, home: home}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := Run(ctx, Options{Paths: e.paths()}) // serves until ctx ends if the config is taken
+		err := Main(ctx, Options{Paths: e.paths()}) // serves until ctx ends if the config is taken
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", text, err, want)

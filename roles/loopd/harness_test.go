@@ -242,7 +242,7 @@ func (e *env) startLoopd() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0), OpenSessions: e.open})
+		done <- Main(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0), OpenSessions: e.open})
 	}()
 	var once sync.Once
 	e.stop = func() {

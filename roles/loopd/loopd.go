@@ -22,7 +22,7 @@ import (
 func Command() *cli.Command {
 	cmd := roles.DaemonCommand("loopd", "run the agent loop: the owner's messages, the model, and tool calls through brokerd (a daemon)", "",
 		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
-			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "loopd: ", 0)})
+			return Main(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "loopd: ", 0)})
 		})
 	cmd.Commands = []*cli.Command{verifyDeviceCommand()}
 	return cmd
@@ -55,8 +55,8 @@ type loopd struct {
 	deliveries *deliveries // job replies for gatewayd (deliveries.go)
 }
 
-// Run serves loop.sock for bxctl and gatewayd until ctx ends.
-func Run(ctx context.Context, opts Options) error {
+// Main serves loop.sock for bxctl and gatewayd until ctx ends.
+func Main(ctx context.Context, opts Options) error {
 	l, err := start(opts)
 	if err != nil {
 		return err
