@@ -146,3 +146,48 @@ func topLevel(f goFile) []string {
 	}
 	return names
 }
+
+// checkSocketPaths: a pair's socket path is made in one place, Pair.Path
+// (sock.PathOf finds it by the pair's roles, with the one error for a pair
+// the table lacks): no role defines a socketPath of its own or joins
+// "run" with a pair's directory by hand.
+func checkSocketPaths(files []goFile) []string {
+	var bad []string
+	for _, f := range files {
+		if f.isTest() || !strings.HasPrefix(f.pkgDir, "roles/") {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.FuncDecl:
+				if n.Name.Name == "socketPath" {
+					bad = append(bad, fmt.Sprintf("%s:%d: func socketPath; use sock.PathOf", f.path, f.fset.Position(n.Pos()).Line))
+				}
+			case *ast.CallExpr:
+				if joinsPairDir(n) {
+					bad = append(bad, fmt.Sprintf("%s:%d: joins a pair's socket path by hand; use sock.PathOf or Pair.Path", f.path, f.fset.Position(n.Pos()).Line))
+				}
+			}
+			return true
+		})
+	}
+	return bad
+}
+
+// joinsPairDir reports whether call is X.Join("run", p.Dir(), ...).
+func joinsPairDir(call *ast.CallExpr) bool {
+	sel, ok := call.Fun.(*ast.SelectorExpr)
+	if !ok || sel.Sel.Name != "Join" || len(call.Args) < 2 {
+		return false
+	}
+	lit, ok := call.Args[0].(*ast.BasicLit)
+	if !ok || lit.Value != `"run"` {
+		return false
+	}
+	dir, ok := call.Args[1].(*ast.CallExpr)
+	if !ok {
+		return false
+	}
+	ds, ok := dir.Fun.(*ast.SelectorExpr)
+	return ok && ds.Sel.Name == "Dir"
+}

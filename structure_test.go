@@ -305,6 +305,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"skips":             checkSkips,
 	"homes":             checkHomes,
 	"entry points":      checkEntryPoints,
+	"socket paths":      checkSocketPaths,
 }
 
 func TestStructure(t *testing.T) {

@@ -175,6 +175,15 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/loopd: func Run; a role's entry that takes Options is Main",
 			"roles/toolkit: no func Command, the role's entry for main",
 		}},
+		{"socket paths", map[string]string{
+			"roles/loopd/loopd.go": "package loopd\nfunc socketPath() {}\n",
+			"roles/bxctl/up.go":    "package bxctl\nfunc f(paths P, p Q) string { return paths.Join(\"run\", p.Dir(), p.Socket) }\n",
+			"roles/bxctl/ok.go":    "package bxctl\nfunc g(paths P) string { return paths.Join(\"run\", \"up.json\") }\n",
+			"roles/table.go":       "package roles\nfunc (p Pair) Path(home string) string { return filepath.Join(home, \"run\", p.Dir(), p.Socket) }\n",
+		}, []string{
+			"roles/bxctl/up.go:2: joins a pair's socket path by hand; use sock.PathOf or Pair.Path",
+			"roles/loopd/loopd.go:2: func socketPath; use sock.PathOf",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

@@ -17,6 +17,7 @@ import (
 type broker struct {
 	cfg       config.Config
 	paths     config.Paths
+	dial      dials // the sockets brokerd dials
 	log       *log.Logger
 	clock     func() time.Time
 	audit     *audit.Writer

@@ -91,10 +91,14 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if !caps.ProcessLimit {
 		opts.Log.Print("running as root: the kernel exempts root from the sandbox's process limit; run brokerd as its own user (boxmaker up does)")
 	}
-	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
+	dial, err := dialsOf(opts.Paths)
+	if err != nil {
+		return nil, err
+	}
+	b := &broker{cfg: cfg, paths: opts.Paths, dial: dial, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
 		badSeen: map[string]bool{}, grantDir: policy.NewDir(opts.Paths.Grants), gateway: cfg.Gateway != nil}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
-		egressSock: socketPath(opts.Paths, "brokerd", "egressd"), slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
+		egressSock: dial.egress, slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}
@@ -111,16 +115,30 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if err := os.MkdirAll(auditDir, 0o700); err != nil {
 		return nil, err
 	}
-	b.witness = newWitnessClient(socketPath(opts.Paths, "brokerd", "witnessd"), opts.Log)
+	b.witness = newWitnessClient(dial.witness, opts.Log)
 	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, b.witness, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func socketPath(p config.Paths, client, listener string) string {
-	pair, _ := roles.PairOf(client, listener)
-	return p.Join("run", pair.Dir(), pair.Socket)
+// dials are the sockets brokerd dials, from the role table.
+type dials struct {
+	egress, witness, gateway, infer string
+}
+
+func dialsOf(p config.Paths) (dials, error) {
+	var d dials
+	var err error
+	for _, s := range []struct {
+		to   *string
+		role string
+	}{{&d.egress, "egressd"}, {&d.witness, "witnessd"}, {&d.gateway, "gatewayd"}, {&d.infer, "inferproxy"}} {
+		if *s.to, err = sock.PathOf(p, "brokerd", s.role); err != nil {
+			return dials{}, err
+		}
+	}
+	return d, nil
 }
 
 // serve listens on loopd's socket and the owner's; what each accepts and
@@ -153,7 +171,7 @@ func (b *broker) serve(ctx context.Context) error {
 	for i := range srvs {
 		wg.Go(func() { errs[i] = srvs[i].Serve(ctx, lns[i]) })
 	}
-	b.log.Printf("serving %s and %s", socketPath(b.paths, "loopd", "brokerd"), socketPath(b.paths, "bxctl", "brokerd"))
+	b.log.Printf("serving %s and %s", lns[0].Addr(), lns[1].Addr())
 	wg.Wait()
 	return errors.Join(errs...)
 }

@@ -97,7 +97,7 @@ func (b *broker) inspect(ctx context.Context, req request, d policy.Decision, g 
 func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Inspect.Timeout.D())
 	defer cancel()
-	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inferproxy"))
+	c, err := sock.Dial(b.dial.infer)
 	if err != nil {
 		return "", err
 	}

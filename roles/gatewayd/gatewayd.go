@@ -91,7 +91,7 @@ func Main(ctx context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	gatewaySock, err := socketPath(opts.Paths, "brokerd", "gatewayd")
+	gatewaySock, err := sock.PathOf(opts.Paths, "brokerd", "gatewayd")
 	if err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func Main(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	defer ln.Close()
-	witnessSock, err := socketPath(opts.Paths, "witnessd", "gatewayd")
+	witnessSock, err := sock.PathOf(opts.Paths, "witnessd", "gatewayd")
 	if err != nil {
 		return err
 	}
@@ -144,7 +144,7 @@ func newGateway(opts Options) (*gateway, error) {
 	if opts.Log == nil {
 		opts.Log = log.New(io.Discard, "", 0)
 	}
-	loopSock, err := socketPath(opts.Paths, "gatewayd", "loopd")
+	loopSock, err := sock.PathOf(opts.Paths, "gatewayd", "loopd")
 	if err != nil {
 		return nil, err
 	}
@@ -165,14 +165,6 @@ func cmpOr(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-func socketPath(p config.Paths, client, listener string) (string, error) {
-	pair, ok := roles.PairOf(client, listener)
-	if !ok {
-		return "", fmt.Errorf("the role table has no %s-%s pair", client, listener)
-	}
-	return p.Join("run", pair.Dir(), pair.Socket), nil
 }
 
 // follow logs in, learns the direct channels, and follows the event stream.

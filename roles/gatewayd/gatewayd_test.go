@@ -77,7 +77,7 @@ func TestGatewaySocketRefusals(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
 	start(t, w, paths)
-	path, _ := socketPath(paths, "brokerd", "gatewayd")
+	path, _ := sock.PathOf(paths, "brokerd", "gatewayd")
 	for _, c := range []struct {
 		name string
 		msg  wire.Message
@@ -102,7 +102,7 @@ func TestGatewaySocketChecksThePeer(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
 	start(t, w, paths, func(o *Options) { o.AllowPeer = func(sock.Peer) bool { return false } })
-	path, _ := socketPath(paths, "brokerd", "gatewayd")
+	path, _ := sock.PathOf(paths, "brokerd", "gatewayd")
 	c, err := sock.Dial(path)
 	if err != nil {
 		t.Fatal(err)

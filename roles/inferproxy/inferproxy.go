@@ -37,9 +37,9 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if cfg.Infer.Upstream == "" {
 		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
 	}
-	pair, ok := roles.PairOf("loopd", "inferproxy")
-	if !ok {
-		return errors.New("the role table has no loopd-inferproxy pair")
+	socket, err := sock.PathOf(paths, "loopd", "inferproxy")
+	if err != nil {
+		return err
 	}
 	upstream := cfg.Infer.Upstream
 	if upstream == config.ScriptedUpstream {
@@ -48,11 +48,11 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		}
 		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
 	}
-	inspectPair, ok := roles.PairOf("brokerd", "inferproxy")
-	if !ok {
-		return errors.New("the role table has no brokerd-inferproxy pair")
+	inspectSocket, err := sock.PathOf(paths, "brokerd", "inferproxy")
+	if err != nil {
+		return err
 	}
-	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream, InspectSocket: inspectPair.Path(paths), InspectSlot: cfg.Inspect.Slot})
+	return Main(ctx, Options{Socket: socket, Upstream: upstream, InspectSocket: inspectSocket, InspectSlot: cfg.Inspect.Slot})
 }
 
 // Options is what inferproxy needs; Main and tests fill it, and a zero
@@ -211,9 +211,9 @@ func newProxy(opts Options) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, ok := roles.PairOf("loopd", "inferproxy")
-	if !ok {
-		return nil, errors.New("the role table has no loopd-inferproxy pair")
+	pair, err := sock.PairOf("loopd", "inferproxy")
+	if err != nil {
+		return nil, err
 	}
 	p := &proxy{upstream: up, routes: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: newTransport()}
 	if p.log == nil {

@@ -196,7 +196,11 @@ func (e *env) paths() config.Paths {
 }
 
 func (e *env) socket(client, listener string) string {
-	return socketPath(e.paths(), client, listener)
+	path, err := sock.PathOf(e.paths(), client, listener)
+	if err != nil {
+		panic(err) // the tests name pairs of the table
+	}
+	return path
 }
 
 // startBroker runs the real brokerd and waits for loopd's socket to it.

@@ -43,13 +43,15 @@ type Options struct {
 
 // loopd is one running loopd.
 type loopd struct {
-	cfg    config.Loop
-	paths  config.Paths
-	log    *log.Logger
-	clock  func() time.Time
-	infer  *inferClient
-	broker *brokerConns // broker.sock, dialled per turn and bounded
-	store  *store
+	cfg   config.Loop
+	paths config.Paths
+	log   *log.Logger
+	clock func() time.Time
+	infer *inferClient
+	// inferSock is infer.sock, for the log line that says where the model is.
+	inferSock string
+	broker    *brokerConns // broker.sock, dialled per turn and bounded
+	store     *store
 
 	sched      *scheduler  // scheduled jobs (scheduler.go)
 	deliveries *deliveries // job replies for gatewayd (deliveries.go)
@@ -93,18 +95,22 @@ func start(opts Options) (*loopd, error) {
 	if err != nil {
 		return nil, err
 	}
+	inferSock, err := sock.PathOf(opts.Paths, "loopd", "inferproxy")
+	if err != nil {
+		return nil, err
+	}
+	brokerSock, err := sock.PathOf(opts.Paths, "loopd", "brokerd")
+	if err != nil {
+		return nil, err
+	}
 	l := &loopd{
 		cfg: cfg.Loop, paths: opts.Paths, log: opts.Log, clock: opts.Clock, store: st,
-		infer:  newInferClient(socketPath(opts.Paths, "loopd", "inferproxy")),
-		broker: newBrokerConns(socketPath(opts.Paths, "loopd", "brokerd"), cfg.Broker.MaxConnections),
+		inferSock: inferSock,
+		infer:     newInferClient(inferSock),
+		broker:    newBrokerConns(brokerSock, cfg.Broker.MaxConnections),
 	}
 	l.sched, l.deliveries = newScheduler(l, opts.JobTick), newDeliveries(opts.Log.Printf)
 	return l, nil
-}
-
-func socketPath(p config.Paths, client, listener string) string {
-	pair, _ := roles.PairOf(client, listener)
-	return p.Join("run", pair.Dir(), pair.Socket)
 }
 
 // serve listens in every pair loopd is the listener of, each socket with
@@ -127,7 +133,7 @@ func (l *loopd) serve(ctx context.Context) error {
 	for i := range srvs {
 		wg.Go(func() { errs[i] = srvs[i].Serve(ctx, lns[i]) })
 	}
-	l.log.Printf("serving %d sockets; the model at %s, brokerd at %s", len(srvs), socketPath(l.paths, "loopd", "inferproxy"), l.broker.path)
+	l.log.Printf("serving %d sockets; the model at %s, brokerd at %s", len(srvs), l.inferSock, l.broker.path)
 	wg.Wait()
 	return errors.Join(errs...)
 }

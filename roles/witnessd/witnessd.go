@@ -32,15 +32,16 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	pair, ok := roles.PairOf("brokerd", "witnessd")
-	if !ok {
-		return errors.New("the role table has no brokerd-witnessd pair")
+	socket, err := sock.PathOf(paths, "brokerd", "witnessd")
+	if err != nil {
+		return err
 	}
-	opts := Options{Socket: pair.Path(paths), Dir: paths.Join("witness"), Origin: audit.OriginOf(paths.Home),
+	opts := Options{Socket: socket, Dir: paths.Join("witness"), Origin: audit.OriginOf(paths.Home),
 		Log: log.New(cmd.Root().ErrWriter, "witnessd: ", 0)}
 	if cfg.Gateway != nil {
-		gw, _ := roles.PairOf("witnessd", "gatewayd")
-		opts.Gateway = gw.Path(paths)
+		if opts.Gateway, err = sock.PathOf(paths, "witnessd", "gatewayd"); err != nil {
+			return err
+		}
 	}
 	return Main(ctx, opts)
 }
