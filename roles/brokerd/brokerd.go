@@ -18,7 +18,6 @@ import (
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
-	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
 )
@@ -142,24 +141,17 @@ func dialsOf(p config.Paths) (dials, error) {
 }
 
 // serve listens on loopd's socket and the owner's; what each accepts and
-// who may connect come from the role table.
+// who may connect come from the role table, what answers from dispatch.go.
 func (b *broker) serve(ctx context.Context) error {
 	servers := []struct {
 		client string
-		handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error
-	}{
-		{"loopd", func(ctx context.Context, _ sock.Peer, e wire.Envelope, r replyFunc) error {
-			return b.handleTool(ctx, e, r)
-		}},
-		{"bxctl", func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
-			return b.handleAdmin(e, "local:"+roles.UserName(p.UID), r)
-		}},
-	}
+		kinds  sock.Kinds
+	}{{"loopd", b.toolKinds()}, {"bxctl", b.adminKinds()}}
 	srvs := make([]*sock.Server, len(servers))
 	lns := make([]*net.UnixListener, len(servers))
 	for i, s := range servers {
 		var err error
-		if srvs[i], lns[i], err = b.listen(s.client, s.handle); err != nil {
+		if srvs[i], lns[i], err = b.listen(s.client, s.kinds); err != nil {
 			for _, ln := range lns[:i] {
 				ln.Close()
 			}
@@ -176,8 +168,9 @@ func (b *broker) serve(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// listen opens the socket that client dials, with brokerd's bounds.
-func (b *broker) listen(client string, handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error) (*sock.Server, *net.UnixListener, error) {
+// listen opens the socket that client dials, with brokerd's bounds and
+// kinds to answer.
+func (b *broker) listen(client string, kinds sock.Kinds) (*sock.Server, *net.UnixListener, error) {
 	srv, ln, err := sock.ListenPair(b.paths, client, "brokerd", b.log)
 	if err != nil {
 		return nil, nil, err
@@ -186,10 +179,9 @@ func (b *broker) listen(client string, handle func(context.Context, sock.Peer, w
 	// brokerd a bounded number of goroutines and buffers.
 	srv.MaxConns = b.cfg.Broker.MaxConnections
 	srv.FrameTimeout = b.cfg.Broker.FrameTimeout.D()
-	srv.Handle = func(ctx context.Context, p sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		return handle(ctx, p, e, func(final bool, m wire.Message) error {
-			return reply(wire.Envelope{Final: final, Msg: m})
-		})
+	if err := kinds.Route(srv); err != nil {
+		ln.Close()
+		return nil, nil, err
 	}
 	return srv, ln, nil
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/roles"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -228,5 +229,17 @@ func TestConcurrentTurns(t *testing.T) {
 	}
 	if !slices.Equal(ids, []wire.CallID{1, 2, 3, 4}) {
 		t.Errorf("call ids %v", ids)
+	}
+}
+
+// loop.sock answers exactly the kinds the role table lets through its
+// sockets: none the gate passes falls to "internal", and no row serves a
+// kind no socket accepts (Route keeps each socket to its own at start).
+func TestEveryLoopKindHasItsRow(t *testing.T) {
+	l := &loopd{}
+	for _, pair := range roles.ListensOn("loopd") {
+		if err := sock.CheckKinds(sock.Accepted("", "loopd"), l.kindsFor(pair.Client)); err != nil {
+			t.Errorf("%s-loopd: %v", pair.Client, err)
+		}
 	}
 }

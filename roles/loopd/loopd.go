@@ -143,7 +143,10 @@ func (l *loopd) listen(pair roles.Pair) (*sock.Server, *net.UnixListener, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv.Handle = l.handlerFor(pair.Client)
+	if err := l.kindsFor(pair.Client).Route(srv); err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
 	return srv, ln, nil
 }
 

@@ -102,14 +102,21 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	if opts.AllowPeer != nil {
 		gate.AllowPeer = opts.AllowPeer
 	}
-	gate.Handle = func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		return reply(wire.Envelope{Final: true, Msg: w.submit(e.Msg.(wire.CheckpointSubmit))})
+	if err := w.kinds().Route(gate); err != nil {
+		return fmt.Errorf("witnessd: %w", err)
 	}
 	opts.Log.Printf("serving on %s, keeping checkpoints in %s", ln.Addr(), opts.Dir)
 	if err := gate.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
 	return nil
+}
+
+// kinds is what witness.sock answers: a checkpoint, taken or refused.
+func (w *witness) kinds() sock.Kinds {
+	return sock.Kinds{"checkpoint_submit": func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+		return reply(wire.Envelope{Final: true, Msg: w.submit(e.Msg.(wire.CheckpointSubmit))})
+	}}
 }
 
 // witness is one running witnessd.
