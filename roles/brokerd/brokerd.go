@@ -95,7 +95,8 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 		return nil, err
 	}
 	b := &broker{cfg: cfg, paths: opts.Paths, dial: dial, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
-		badSeen: map[string]bool{}, grantDir: policy.NewDir(opts.Paths.Grants), gateway: cfg.Gateway != nil}
+		badSeen: map[string]bool{}, grantDir: policy.NewDir(opts.Paths.Grants), gateway: cfg.Gateway != nil,
+		secretApprovals: cfg.Gateway != nil && cfg.Gateway.SecretApprovals}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
 		egressSock: dial.egress, slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
@@ -123,7 +124,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 
 // dials are the sockets brokerd dials, from the role table.
 type dials struct {
-	egress, witness, gateway, infer string
+	egress, witness, gateway, inspect string
 }
 
 func dialsOf(p config.Paths) (dials, error) {
@@ -132,7 +133,7 @@ func dialsOf(p config.Paths) (dials, error) {
 	for _, s := range []struct {
 		to   *string
 		role string
-	}{{&d.egress, "egressd"}, {&d.witness, "witnessd"}, {&d.gateway, "gatewayd"}, {&d.infer, "inferproxy"}} {
+	}{{&d.egress, "egressd"}, {&d.witness, "witnessd"}, {&d.gateway, "gatewayd"}, {&d.inspect, "inspectd"}} {
 		if *s.to, err = sock.PathOf(p, "brokerd", s.role); err != nil {
 			return dials{}, err
 		}

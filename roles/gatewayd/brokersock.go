@@ -13,8 +13,8 @@ import (
 )
 
 // gateway.sock is the brokerd-gatewayd pair of the role table, served by
-// the shared gate: approval_request from brokerd's uids, one request at a
-// time per connection. brokerd withdraws an approval by closing the
+// the shared gate: approval_request and job_ended (jobended.go) from
+// brokerd's uids, one request at a time per connection. brokerd withdraws an approval by closing the
 // connection that holds its request, which ends the handler's context with
 // sock.ErrPeerGone.
 
@@ -37,9 +37,14 @@ func (g *gateway) serveBroker(ctx context.Context, ln *net.UnixListener, allowPe
 
 // brokerKinds is what gateway.sock answers brokerd; ctx is gatewayd's.
 func (g *gateway) brokerKinds(ctx context.Context) sock.Kinds {
-	return sock.Kinds{"approval_request": func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		return g.answerApproval(ctx, hctx, e.Msg.(wire.ApprovalRequest), reply)
-	}}
+	return sock.Kinds{
+		"approval_request": func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+			return g.answerApproval(ctx, hctx, e.Msg.(wire.ApprovalRequest), reply)
+		},
+		"job_ended": func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+			return g.answerJobEnded(e.Msg.(wire.JobEnded), reply)
+		},
+	}
 }
 
 // answerApproval holds one approval_request until it is decided, withdrawn

@@ -45,9 +45,12 @@ type Options struct {
 type loopd struct {
 	cfg   config.Loop
 	paths config.Paths
-	log   *log.Logger
-	clock func() time.Time
-	infer *inferClient
+	// inspect says which slot is inspect's own, which no session gets
+	// (config.Inspect.ReservedSlot): inferproxy refuses it to loopd.
+	inspect config.Inspect
+	log     *log.Logger
+	clock   func() time.Time
+	infer   *inferClient
 	// inferSock is infer.sock, for the log line that says where the model is.
 	inferSock string
 	broker    *brokerConns // broker.sock, dialled per turn and bounded
@@ -104,7 +107,7 @@ func start(opts Options) (*loopd, error) {
 		return nil, err
 	}
 	l := &loopd{
-		cfg: cfg.Loop, paths: opts.Paths, log: opts.Log, clock: opts.Clock, store: st,
+		cfg: cfg.Loop, paths: opts.Paths, inspect: cfg.Inspect, log: opts.Log, clock: opts.Clock, store: st,
 		inferSock: inferSock,
 		infer:     newInferClient(inferSock),
 		broker:    newBrokerConns(brokerSock, cfg.Broker.MaxConnections),
