@@ -191,3 +191,42 @@ func joinsPairDir(call *ast.CallExpr) bool {
 	ds, ok := dir.Fun.(*ast.SelectorExpr)
 	return ok && ds.Sel.Name == "Dir"
 }
+
+// madeOnlyIn says which package alone builds a value of a type: the home
+// of the concern it belongs to.
+var madeOnlyIn = map[string]string{
+	// A handle's content reaches a decision only from the store that keeps
+	// it for its session.
+	"policy.HandleValue": "roles/brokerd/internal/handles",
+}
+
+// checkMadeOnlyIn: production code outside a type's home builds no value
+// of it (a composite literal), so that the concern stays in its room.
+func checkMadeOnlyIn(files []goFile) []string {
+	var bad []string
+	for _, f := range files {
+		if f.isTest() {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			lit, ok := n.(*ast.CompositeLit)
+			if !ok {
+				return true
+			}
+			sel, ok := lit.Type.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			x, ok := sel.X.(*ast.Ident)
+			if !ok {
+				return true
+			}
+			name := x.Name + "." + sel.Sel.Name
+			if home, ok := madeOnlyIn[name]; ok && f.pkgDir != home {
+				bad = append(bad, fmt.Sprintf("%s:%d: builds a %s; only %s does", f.path, f.fset.Position(lit.Pos()).Line, name, home))
+			}
+			return true
+		})
+	}
+	return bad
+}

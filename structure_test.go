@@ -306,6 +306,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"homes":             checkHomes,
 	"entry points":      checkEntryPoints,
 	"socket paths":      checkSocketPaths,
+	"made only in":      checkMadeOnlyIn,
 }
 
 func TestStructure(t *testing.T) {

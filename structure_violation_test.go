@@ -184,6 +184,13 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/bxctl/up.go:2: joins a pair's socket path by hand; use sock.PathOf or Pair.Path",
 			"roles/loopd/loopd.go:2: func socketPath; use sock.PathOf",
 		}},
+		{"made only in", map[string]string{
+			"roles/brokerd/call.go":               "package brokerd\nvar _ = policy.HandleValue{Content: \"x\"}\n",
+			"roles/brokerd/internal/handles/s.go": "package handles\nvar _ = policy.HandleValue{}\n",
+			"roles/brokerd/call_test.go":          "package brokerd\nvar _ = policy.HandleValue{}\n",
+		}, []string{
+			"roles/brokerd/call.go:2: builds a policy.HandleValue; only roles/brokerd/internal/handles does",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

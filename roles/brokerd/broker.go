@@ -8,6 +8,7 @@ import (
 
 	"boxmaker/audit"
 	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/wire"
 )
@@ -22,7 +23,7 @@ type broker struct {
 	audit     *audit.Writer
 	witness   *witnessClient // hands each checkpoint to witnessd
 	sessions  *sessions
-	handles   *handleStore // results kept as handles (handles.go)
+	handles   *handles.Store // results kept as handles (internal/handles)
 	approvals *approvals
 	runner    *runner
 	jobRuns   *jobRuns    // the job sessions brokerd minted (jobruns.go)

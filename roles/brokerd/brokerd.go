@@ -14,6 +14,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
@@ -102,7 +103,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}
-	if b.handles, err = openHandles(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
+	if b.handles, err = handles.Open(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
 		return nil, err
 	}
 	if b.jobRuns, err = openJobRuns(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {

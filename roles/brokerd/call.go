@@ -57,7 +57,7 @@ func (b *broker) decide(req request, state policy.Session) (policy.Decision, err
 	}
 	r := policy.SessionRequest(state, req.call, now)
 	// Only the session's own handles: another session's names are unknown.
-	if r.Handles, err = b.handles.load(req.session, policy.HandleRefs(req.call)); err != nil {
+	if r.Handles, err = b.handles.Load(req.session, policy.HandleRefs(req.call)); err != nil {
 		return policy.Decision{}, err
 	}
 	return policy.Decide(b.grantsIn(req.session), r)

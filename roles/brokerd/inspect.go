@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -35,8 +36,8 @@ func withheldFailure(req request, d policy.Decision, lg *log.Logger) outcome {
 // is redacted and cut like any result.
 func (b *broker) keepHandle(req request, g policy.Grant, out outcome, reply replyFunc) error {
 	res := label(out.output.Content, g, out.read, out.secrets, b.cfg.Broker.ResultMaxBytes)
-	ref, err := b.handles.put(req.session, req.call.Name(), taintLabel{class: res.Class, untrusted: res.Untrusted}, res.Content)
-	if errors.Is(err, errHandleLimit) {
+	ref, err := b.handles.Put(req.session, req.call.Name(), res.Class, res.Untrusted, res.Content)
+	if errors.Is(err, handles.ErrLimit) {
 		b.log.Printf("session %s call %d: %v", req.session, req.id, err)
 		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: the result was not kept: %v", req.call.Name(), err)})
 	}
@@ -71,10 +72,10 @@ func (b *broker) inspect(ctx context.Context, req request, d policy.Decision, g 
 	read := inputLabel(d).class
 	var declassified uint64
 	if g.Declassify() && g.ResultClass() < read {
-		declassified = answerBits(args.Answer)
+		declassified = handles.AnswerBits(args.Answer)
 	}
-	h, err := b.handles.ask(req.session, args.Handle, d.Handles(), declassified, b.cfg.Inspect)
-	if errors.Is(err, errHandleLimit) {
+	h, err := b.handles.Ask(req.session, args.Handle, d.Handles(), declassified, b.cfg.Inspect)
+	if errors.Is(err, handles.ErrLimit) {
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error()})
 	}
 	if err != nil {
@@ -132,10 +133,10 @@ func (s *sessions) raise(id wire.SessionID, l taintLabel) error {
 // handleShow is one of a session's handles with its content, for the
 // owner; Ref is null when the session has no such handle.
 func (b *broker) handleShow(q wire.HandleShow) (wire.HandleShowResult, error) {
-	h, ok, err := b.handles.get(q.Session, q.Handle)
+	h, ok, err := b.handles.Get(q.Session, q.Handle)
 	if err != nil || !ok {
 		return wire.HandleShowResult{Session: q.Session}, err
 	}
-	ref := h.ref(q.Handle)
+	ref := h.Ref(q.Handle)
 	return wire.HandleShowResult{Session: q.Session, Ref: &ref, Content: h.Content}, nil
 }
