@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"boxmaker/wire"
 
@@ -81,7 +82,17 @@ func rewriteChain(t *testing.T, dir string) Checkpoint {
 func TestRewriteWithResignedCheckpointsFailsOnWitness(t *testing.T) {
 	c, wdir := witnessed(t, 2)
 	w := c.mustOpen(t)
-	appendN(t, w, 4)
+	// The checkpoint of seq 2 is signed before seq 3 is appended: signed
+	// beside the appends, a slow signer would take seq 3 as well.
+	appendN(t, w, 2)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if cps, err := ReadWitness(wdir); err == nil && len(cps) == 1 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the witness never held seq 2: %d checkpoints, %v", len(cps), err)
+		}
+	}
+	appendN(t, w, 2)
 	w.Close()
 	head := rewriteChain(t, c.dir)
 	line, err := SignCheckpoint(head, c.cfg.Signer)
