@@ -230,3 +230,28 @@ func checkMadeOnlyIn(files []goFile) []string {
 	}
 	return bad
 }
+
+// checkPeerChecks: a gate's peer check comes from the role table, and a
+// role replaces it only through ReplacePeerCheck (its tests' one hook):
+// production code outside roles/internal/sock assigns no AllowPeer.
+func checkPeerChecks(files []goFile) []string {
+	var bad []string
+	for _, f := range files {
+		if f.isTest() || f.pkgDir == "roles/internal/sock" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok {
+				return true
+			}
+			for _, lhs := range as.Lhs {
+				if sel, ok := lhs.(*ast.SelectorExpr); ok && sel.Sel.Name == "AllowPeer" {
+					bad = append(bad, fmt.Sprintf("%s:%d: sets AllowPeer; use ReplacePeerCheck", f.path, f.fset.Position(as.Pos()).Line))
+				}
+			}
+			return true
+		})
+	}
+	return bad
+}

@@ -307,6 +307,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"entry points":      checkEntryPoints,
 	"socket paths":      checkSocketPaths,
 	"made only in":      checkMadeOnlyIn,
+	"peer checks":       checkPeerChecks,
 }
 
 func TestStructure(t *testing.T) {

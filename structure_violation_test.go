@@ -191,6 +191,13 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 		}, []string{
 			"roles/brokerd/call.go:2: builds a policy.HandleValue; only roles/brokerd/internal/handles does",
 		}},
+		{"peer checks", map[string]string{
+			"roles/witnessd/witnessd.go":       "package witnessd\nfunc f(gate *S, allow func()) { gate.AllowPeer = allow }\n",
+			"roles/internal/sock/peercheck.go": "package sock\nfunc (s *S) R(allow func()) { s.AllowPeer = allow }\n",
+			"roles/witnessd/witnessd_test.go":  "package witnessd\nfunc g(gate *S) { gate.AllowPeer = nil }\n",
+		}, []string{
+			"roles/witnessd/witnessd.go:2: sets AllowPeer; use ReplacePeerCheck",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

@@ -101,9 +101,7 @@ func (s *server) gate(ctx context.Context) (*sock.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.allowPeer != nil {
-		gate.AllowPeer = s.allowPeer
-	}
+	gate.ReplacePeerCheck(s.allowPeer)
 	gate.HandleFile = func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
 		return s.open(ctx, e, f, reply)
 	}

@@ -25,9 +25,7 @@ func (g *gateway) serveBroker(ctx context.Context, ln *net.UnixListener, allowPe
 	if err != nil {
 		return err
 	}
-	if allowPeer != nil {
-		gate.AllowPeer = allowPeer
-	}
+	gate.ReplacePeerCheck(allowPeer)
 	if err := g.brokerKinds(ctx).Route(gate); err != nil {
 		return err
 	}

@@ -30,9 +30,7 @@ func (g *gateway) serveWitness(ctx context.Context, ln *net.UnixListener, allowP
 	if err != nil {
 		return err
 	}
-	if allowPeer != nil {
-		gate.AllowPeer = allowPeer
-	}
+	gate.ReplacePeerCheck(allowPeer)
 	if err := g.witnessKinds().Route(gate); err != nil {
 		return err
 	}

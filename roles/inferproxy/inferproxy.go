@@ -126,9 +126,7 @@ func (p *proxy) gate(ln *net.UnixListener) (*sock.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.allowPeer != nil {
-		gate.AllowPeer = p.allowPeer
-	}
+	gate.ReplacePeerCheck(p.allowPeer)
 	return gate, nil
 }
 

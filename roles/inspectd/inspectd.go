@@ -73,9 +73,7 @@ func Main(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("inspectd: %w", err)
 	}
-	if opts.AllowPeer != nil {
-		srv.AllowPeer = opts.AllowPeer
-	}
+	srv.ReplacePeerCheck(opts.AllowPeer)
 	ln, err := sock.Listen(opts.Socket)
 	if err != nil {
 		return fmt.Errorf("inspectd: %w", err)

@@ -99,9 +99,7 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
-	if opts.AllowPeer != nil {
-		gate.AllowPeer = opts.AllowPeer
-	}
+	gate.ReplacePeerCheck(opts.AllowPeer)
 	if err := w.kinds().Route(gate); err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
