@@ -6,6 +6,7 @@ package main
 import (
 	"fmt"
 	"go/ast"
+	"slices"
 	"strings"
 )
 
@@ -39,7 +40,7 @@ func checkCallDecodedOnce(files []goFile) []string {
 				return true
 			}
 			sel, ok := call.Fun.(*ast.SelectorExpr)
-			if ok && contains(callDecoders, sel.Sel.Name) {
+			if ok && slices.Contains(callDecoders, sel.Sel.Name) {
 				bad = append(bad, fmt.Sprintf("%s:%d: calls %s; brokerd decodes a call once, in %s, and later stages take its wire.Call",
 					f.path, f.fset.Position(call.Pos()).Line, sel.Sel.Name, brokerdDoor))
 			}
@@ -47,15 +48,6 @@ func checkCallDecodedOnce(files []goFile) []string {
 		})
 	}
 	return bad
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // importRule says where an import may stand: never in the package dir
@@ -85,10 +77,10 @@ func checkHomes(files []goFile) []string {
 			continue
 		}
 		for _, r := range homeRules {
-			if !contains(f.imports, r.imp) {
+			if !slices.Contains(f.imports, r.imp) {
 				continue
 			}
-			if f.pkgDir == r.not || r.only != nil && !contains(r.only, f.pkgDir) {
+			if f.pkgDir == r.not || r.only != nil && !slices.Contains(r.only, f.pkgDir) {
 				bad = append(bad, fmt.Sprintf("%s: imports %s; %s", f.path, r.imp, r.why))
 			}
 		}
@@ -115,11 +107,11 @@ func checkEntryPoints(files []goFile) []string {
 	for _, dir := range dirs {
 		names := funcs[dir]
 		switch {
-		case !contains(names, "Command"):
+		case !slices.Contains(names, "Command"):
 			bad = append(bad, fmt.Sprintf("%s: no func Command, the role's entry for main", dir))
-		case contains(names, "Run"):
+		case slices.Contains(names, "Run"):
 			bad = append(bad, fmt.Sprintf("%s: func Run; a role's entry that takes Options is Main", dir))
-		case contains(names, "type Options") && !contains(names, "Main"):
+		case slices.Contains(names, "type Options") && !slices.Contains(names, "Main"):
 			bad = append(bad, fmt.Sprintf("%s: takes Options but has no func Main", dir))
 		}
 	}
