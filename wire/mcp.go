@@ -289,3 +289,6 @@ func (n *McpNoticeType) UnmarshalText(b []byte) error {
 	*n = McpNoticeType(b)
 	return nil
 }
+
+// Check reports whether n is a tool name the wire carries.
+func (n McpToolName) Check() error { return checkMcpToolName(string(n)) }
