@@ -113,9 +113,12 @@ type McpToolResult struct {
 }
 
 // McpToolError says the call did not run: the server answered with a
-// JSON-RPC error, refused, crashed or broke the protocol.
+// JSON-RPC error, refused, crashed or broke the protocol. Ended says the
+// instance ends after this frame (the server hung, died or broke the
+// protocol): brokerd starts another for the next call.
 type McpToolError struct {
 	Message McpText `json:"message"`
+	Ended   bool    `json:"ended"`
 }
 
 // McpPin asks brokerd to start a server exactly as for a call and list its

@@ -45,7 +45,10 @@ func TestReferenceFilesystemServer(t *testing.T) {
 }
 
 func TestReferenceMemoryServer(t *testing.T) {
-	inst := startInstance(t, nodeServer(t, func(s require.MCPServers) string { return s.Memory }), testLimits)
+	srv := nodeServer(t, func(s require.MCPServers) string { return s.Memory })
+	// Its default file is beside its code, in the repository's tools/mcp.
+	srv.Env = append(srv.Env, "MEMORY_FILE_PATH="+filepath.Join(t.TempDir(), "memory.jsonl"))
+	inst := startInstance(t, srv, testLimits)
 	inst.tools()
 	create := `{"entities":[{"name":"Ada","entityType":"person","observations":["wrote the first program"]}]}`
 	if r := resultText(t, inst.call("create_entities", create)); r.IsError {

@@ -163,7 +163,7 @@ func (f *frames) answer(ctx context.Context, cs *mcp.ClientSession, env wire.Env
 	case wire.McpTools:
 		res, err := listTools(ctx, cs, lim)
 		if err != nil {
-			f.send(wire.McpToolError{Message: wire.McpText(oneLine(err.Error()))})
+			f.send(wire.McpToolError{Message: wire.McpText(Cut1(oneLine(err.Error()), 4096)), Ended: true})
 			return fmt.Errorf("%w: %v", ErrEnded, err)
 		}
 		return f.send(res)
@@ -219,10 +219,10 @@ func (f *frames) call(ctx context.Context, cs *mcp.ClientSession, m wire.McpTool
 	case errors.As(err, &rpcErr):
 		return f.send(wire.McpToolError{Message: wire.McpText(Cut1(oneLine(fmt.Sprintf("server error %d: %s", rpcErr.Code, rpcErr.Message)), 4096))})
 	case ctx.Err() != nil:
-		f.send(wire.McpToolError{Message: wire.McpText(fmt.Sprintf("the server did not answer within %v", lim.CallTime))})
+		f.send(wire.McpToolError{Message: wire.McpText(fmt.Sprintf("the server did not answer within %v", lim.CallTime)), Ended: true})
 		return fmt.Errorf("%w: a call took over %v", ErrEnded, lim.CallTime)
 	case err != nil:
-		f.send(wire.McpToolError{Message: wire.McpText("the server failed: " + Cut1(oneLine(err.Error()), 1024))})
+		f.send(wire.McpToolError{Message: wire.McpText("the server failed: " + Cut1(oneLine(err.Error()), 1024)), Ended: true})
 		return fmt.Errorf("%w: %s", ErrEnded, oneLine(err.Error()))
 	}
 	limit := min(lim.ResultBytes, wire.MaxMcpText)
