@@ -295,3 +295,17 @@ func (n *McpNoticeType) UnmarshalText(b []byte) error {
 
 // Check reports whether n is a tool name the wire carries.
 func (n McpToolName) Check() error { return checkMcpToolName(string(n)) }
+
+// McpArgs are an MCP tool call's arguments once brokerd has checked them
+// against the pinned input schema: the canonical JSON object, and the
+// values of the pointers a grant constrains. Subject is the tool's full
+// name, so that an approval's subject begins with it.
+type McpArgs struct {
+	Server    McpServer
+	Tool      McpToolName
+	Canonical string
+}
+
+func (a McpArgs) Subject() string  { return McpFullName(a.Server, a.Tool) }
+func (a McpArgs) ToolName() string { return McpFullName(a.Server, a.Tool) }
+func (McpArgs) isToolArgs()        {}
