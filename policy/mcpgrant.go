@@ -224,3 +224,14 @@ func (g Grant) IsMCP() bool { return g.mcp != nil }
 func (m *mcpGrant) covers(server wire.McpServer, tool wire.McpToolName) bool {
 	return m.server == server && (m.tool == "" || m.tool == tool)
 }
+
+// MCPUsable reports whether any MCP grant for the tool could let a call
+// run in a session in state s at now, for tool_list.
+func MCPUsable(grants []Grant, server wire.McpServer, tool wire.McpToolName, s Session, now wire.Timestamp) bool {
+	for _, g := range grants {
+		if g.mcp != nil && g.mcp.covers(server, tool) && g.UsableIn(s, now) {
+			return true
+		}
+	}
+	return false
+}

@@ -29,6 +29,8 @@ type broker struct {
 	fatal     func(error) // stops brokerd: the audit log can no longer be written
 	gateway   bool        // offer approvals to gatewayd ([gateway] is configured)
 
+	mcp *mcpState // MCP servers under the broker (mcp.go)
+
 	badMu    sync.Mutex
 	badSeen  map[string]bool // grant errors already logged, so each is logged once
 	grantDir *policy.Dir
@@ -106,6 +108,7 @@ func (b *broker) toolList(id wire.SessionID) (wire.ToolListResult, error) {
 			res.Tools = append(res.Tools, wire.ToolSpec{Name: t.Name, Description: t.Description + note, Parameters: t.Schema})
 		}
 	}
+	res.Tools = append(res.Tools, b.mcpToolSpecs(id, state, now, note)...)
 	return res, nil
 }
 
@@ -165,6 +168,10 @@ func (b *broker) handleAdmin(req wire.Envelope, approver string, reply replyFunc
 			return err
 		}
 		return reply(true, res)
+	case wire.McpPin, wire.McpList, wire.McpCall:
+		// The admin loop serves one request at a time on a connection;
+		// an MCP call waits like any call, approval included.
+		return b.mcpAdmin(context.Background(), m, reply)
 	case wire.NotesList:
 		return b.notesList(reply)
 	case wire.NotesShow:

@@ -94,6 +94,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 		badSeen: map[string]bool{}, grantDir: policy.NewDir(opts.Paths.Grants), gateway: cfg.Gateway != nil}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
 		egressSock: socketPath(opts.Paths, "brokerd", "egressd"), slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
+	b.openMCP(opts.Executable)
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}

@@ -45,6 +45,9 @@ func (b *broker) decide(req wire.ToolRequest, state policy.Session) (policy.Deci
 	if err != nil {
 		return policy.Decision{}, err
 	}
+	if strings.HasPrefix(req.Tool, wire.McpToolPrefix) {
+		return b.decideMCP(context.Background(), req, state) // mcp.go
+	}
 	r := policy.SessionRequest(state, req.Tool, req.Arguments, now)
 	// Only the session's own handles: another session's names are unknown.
 	if r.Handles, err = b.handles.load(req.Session, policy.HandleRefs(req.Tool, req.Arguments)); err != nil {
@@ -91,7 +94,12 @@ func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	// What the call was given through handles labels what it returns and
 	// what it writes, as the notes it could read do.
 	in := inputLabel(d)
-	out, err := b.runner.run(ctx, d, b.noteWriter(req, g, in))
+	var out outcome
+	if _, ok := d.Args().(wire.McpArgs); ok {
+		out, err = b.runMCP(ctx, req, d) // mcp.go
+	} else {
+		out, err = b.runner.run(ctx, d, b.noteWriter(req, g, in))
+	}
 	if err != nil {
 		return err
 	}

@@ -18,6 +18,9 @@ import (
 // that do not decode are returned as they came: they match no grant, and
 // the denial is audited with what the model sent.
 func canonicalArguments(tool, arguments string) string {
+	if strings.HasPrefix(tool, wire.McpToolPrefix) {
+		return canonicalMCPArguments(arguments) // mcp.go
+	}
 	args, err := wire.DecodeToolArgs(tool, arguments)
 	if err != nil {
 		return arguments
@@ -55,6 +58,9 @@ func subjectOf(args wire.ToolArgs) string {
 		return clipped(a.Prompt)
 	case wire.InspectArgs:
 		return a.Handle + ": " + clipped(a.Question)
+	case wire.McpArgs:
+		// The tool's full name first, then its arguments as data.
+		return a.ToolName() + " " + clipped(a.Canonical)
 	}
 	return argumentsSubject(args)
 }
