@@ -24,15 +24,17 @@ type instance struct {
 	live    wire.McpToolsResult
 	stale   atomic.Bool
 	dead    atomic.Bool
-	lastUse time.Time // under the pool's mu
-	busy    int       // under the pool's mu
+	finals  chan final // from read to ask; one slot
+	lastUse time.Time  // under the pool's mu
+	busy    int        // under the pool's mu
 }
 
 // errDead is a request to an instance that has ended.
 var errDead = errors.New("the MCP instance has ended")
 
-// ask sends m and reads the response, logging its notices. A response
-// that does not come within limit ends the instance.
+// ask sends m and waits for its final frame; the reader (read) logs the
+// notices, which may come at any time. A response that does not come
+// within limit ends the instance.
 func (in *instance) ask(ctx context.Context, m wire.Message, limit time.Duration, log func(string)) (wire.Message, error) {
 	if in.dead.Load() {
 		return nil, errDead
@@ -43,40 +45,21 @@ func (in *instance) ask(ctx context.Context, m wire.Message, limit time.Duration
 		in.end()
 		return nil, fmt.Errorf("%w: %v", errDead, err)
 	}
-	type answer struct {
-		msg wire.Message
-		err error
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		for {
-			env, err := wire.ReadEnvelope(in.sb.Stdout)
-			switch {
-			case err != nil:
-				ch <- answer{nil, err}
-				return
-			case env.ID != id:
-				ch <- answer{nil, fmt.Errorf("a frame for request %d, not %d", env.ID, id)}
-				return
-			case !env.Final:
-				in.notice(env.Msg, log)
-				continue
-			}
-			ch <- answer{env.Msg, nil}
-			return
-		}
-	}()
 	timer := time.NewTimer(limit)
 	defer timer.Stop()
 	select {
-	case a := <-ch:
-		if a.err != nil {
+	case a := <-in.finals:
+		switch {
+		case a.err != nil:
 			in.end()
 			// The diagnostics are the sandbox's stderr: toolkit's own
 			// sanitized lines, and bwrap's. They go to the log, never to
 			// the model.
 			log(fmt.Sprintf("mcp %s (session %s): ended: %v; diagnostics: %q", in.key.server, in.key.session, a.err, tail(in.sb.Diagnostics(), 2048)))
 			return nil, fmt.Errorf("%w: %v", errDead, a.err)
+		case a.id != id:
+			in.end()
+			return nil, fmt.Errorf("%w: an answer to request %d, not %d", errDead, a.id, id)
 		}
 		return a.msg, nil
 	case <-timer.C:
@@ -85,6 +68,39 @@ func (in *instance) ask(ctx context.Context, m wire.Message, limit time.Duration
 	case <-ctx.Done():
 		in.end()
 		return nil, ctx.Err()
+	}
+}
+
+// final is one answer the reader passes to ask.
+type final struct {
+	id  uint64
+	msg wire.Message
+	err error
+}
+
+// read takes every frame the instance writes, for its life: notices are
+// logged at once (a list change marks the list stale), final frames go to
+// the request waiting for them. It ends with the instance's stdout.
+func (in *instance) read(log func(string)) {
+	for {
+		env, err := wire.ReadEnvelope(in.sb.Stdout)
+		if err != nil {
+			select {
+			case in.finals <- final{err: err}:
+			default:
+			}
+			return
+		}
+		if !env.Final {
+			in.notice(env.Msg, log)
+			continue
+		}
+		select {
+		case in.finals <- final{id: env.ID, msg: env.Msg}:
+		default: // two finals unread: toolkit broke the conversation
+			in.end()
+			return
+		}
 	}
 }
 

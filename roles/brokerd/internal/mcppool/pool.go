@@ -166,7 +166,8 @@ func (p *Pool) instance(ctx context.Context, session wire.SessionID, server wire
 			p.release(in)
 			return nil, err
 		}
-		in.sb = sb
+		in.sb, in.finals = sb, make(chan final, 1)
+		go in.read(p.cfg.Log)
 	}
 	if in.dead.Load() {
 		p.release(in)

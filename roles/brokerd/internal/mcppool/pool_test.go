@@ -22,10 +22,10 @@ import (
 )
 
 var (
-	buildOnce          sync.Once
-	binDir             string
+	buildOnce           sync.Once
+	binDir              string
 	toolkitBin, hostBin string
-	buildErr           error
+	buildErr            error
 )
 
 // binaries builds the toolkit and the hostile server into a directory

@@ -18,37 +18,24 @@ const maxNotices = 32
 func (f *frames) begin(id uint64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.id, f.open, f.notices = id, true, 0
-	if f.changed {
-		f.changed = false
-		f.writeLocked(false, wire.McpNotice{Type: wire.McpListChanged, Text: ""})
-	}
-}
-
-func (f *frames) end() {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	if f.notices > maxNotices {
 		f.diag.line(fmt.Sprintf("left out %d of the server's notifications", f.notices-maxNotices))
 	}
-	f.open = false
+	f.id, f.notices = id, 0
 }
 
-// notice sends one notification as a line while a response is open, or
-// keeps it for the log (a list change, for the next response).
+func (f *frames) end() {}
+
+// notice sends one notification as a line: within the open response, or,
+// between responses, at once under the last response's id (never final),
+// which brokerd's reader takes as a notice. At most maxNotices go out per
+// response; the rest are counted in the log.
 func (f *frames) notice(t wire.McpNoticeType, text string) {
 	line := Cut1(sanitize(text), wire.MaxMcpNotice)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	switch {
-	case !f.open && t == wire.McpListChanged:
-		f.changed = true
-	case !f.open:
-		f.diag.line(string(t) + ": " + line)
-	default:
-		if f.notices++; f.notices <= maxNotices {
-			f.writeLocked(false, wire.McpNotice{Type: t, Text: wire.McpLine(line)})
-		}
+	if f.notices++; f.notices <= maxNotices {
+		f.writeLocked(false, wire.McpNotice{Type: t, Text: wire.McpLine(line)})
 	}
 }
 

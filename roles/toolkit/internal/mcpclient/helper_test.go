@@ -76,6 +76,10 @@ func (i *instance) ask(m wire.Message) []wire.Message {
 			i.t.Fatalf("reading the answer to %s: %v (diagnostics: %s)", wire.KindOf(m), err, i.diag.String())
 		}
 		if env.ID != i.id {
+			if !env.Final { // a notice that came after its request's answer
+				got = append(got, env.Msg)
+				continue
+			}
 			i.t.Fatalf("frame for id %d, want %d", env.ID, i.id)
 		}
 		got = append(got, env.Msg)

@@ -162,34 +162,26 @@ func TestHostileCallbacksAreRefused(t *testing.T) {
 
 func TestHostileEscapesNeverReachTheLog(t *testing.T) {
 	inst := startInstance(t, hostile(t), testLimits)
-	list := inst.tools()
-	got := inst.call("escape", `{}`)
+	inst.tools()
+	// A notification may come after the answer it went with: the next
+	// request's frames carry it then.
+	got := append(inst.call("escape", `{}`), inst.call("echo", `{"text":"x"}`)...)
 	var notices int
-	for _, m := range got[:len(got)-1] {
-		n := m.(wire.McpNotice)
+	for _, m := range got {
+		n, ok := m.(wire.McpNotice)
+		if !ok {
+			continue
+		}
 		notices++
 		if hasControl(string(n.Text)) || !strings.Contains(string(n.Text), `\x1b`) {
 			t.Errorf("notice not sanitized: %q", n.Text)
 		}
 	}
-	// A notification the SDK hands over after the result goes to the log.
-	logged := func() int {
-		return strings.Count(inst.diag.String(), "mcp: log: ") + strings.Count(inst.diag.String(), "mcp: progress: ")
+	if notices != 2 {
+		t.Errorf("%d notices, want the log and the progress line", notices)
 	}
-	poll.Until(t, "both notifications and the server's stderr", func() bool {
-		return notices+logged() >= 2 && strings.Contains(inst.diag.String(), "stderr")
-	})
-	if notices+logged() != 2 {
-		t.Errorf("%d notices and %d logged, want the log and the progress line", notices, logged())
-	}
+	poll.Until(t, "the server's stderr in the log", func() bool { return strings.Contains(inst.diag.String(), "stderr") })
 	if d := inst.diag.String(); hasControl(strings.ReplaceAll(d, "\n", "")) || !strings.Contains(d, `server: stderr\x1b[2J`) {
 		t.Errorf("the server's stderr in the log: %q", d)
-	}
-	if strings.Contains(string(list.Name), "\x1b") {
-		// serverInfo is carried as data; brokerd and bxctl show it through
-		// the sanitizer. It must at least be the server's own bytes, bounded.
-		if len(list.Name) > 256 {
-			t.Errorf("serverInfo name unbounded")
-		}
 	}
 }

@@ -239,9 +239,7 @@ type frames struct {
 	mu       sync.Mutex
 	out      io.Writer
 	diag     *lines
-	id       uint64
-	open     bool
-	notices  int
-	changed  bool // list_changed arrived between calls: told with the next response
+	id       uint64 // the current or last request's
+	notices  int    // sent since that request began
 	writeErr error
 }
