@@ -133,3 +133,36 @@ func TestMCPChangedDefinitionIsDenied(t *testing.T) {
 		t.Errorf("changed back to its pin, the tool does not work again\n%s", h.log)
 	}
 }
+
+// The owner's commands against a running brokerd: pin (everything the
+// server wrote shown sanitized), list, call, and diff after a rug pull.
+func TestMCPOwnerCommands(t *testing.T) {
+	h := newMCPHome(t, map[string]string{"bad-any": mcpAnyGrant})
+	out, err := h.bxctl("mcp", "pin", "bad", "--yes")
+	if err != nil {
+		t.Fatalf("mcp pin --yes: %v\n%s\n%s", err, out, h.log)
+	}
+	if strings.ContainsAny(out, "\x1b\x07\u202e") || !strings.Contains(out, `hostile\x1b[2J`) || !strings.Contains(out, "mcp__bad__escape") {
+		t.Errorf("mcp pin shows the server's words unsanitized or not at all:\n%q", out)
+	}
+	if _, err := os.Stat(filepath.Join(h.dir, "etc/mcp/bad.lock.json")); err != nil {
+		t.Fatalf("no lock written: %v", err)
+	}
+	if out, err := h.bxctl("mcp", "call", "bad", "echo", `{"text":"from the owner"}`); err != nil || !strings.Contains(out, "from the owner") || !strings.Contains(out, "result, private, untrusted") {
+		t.Errorf("mcp call: %v\n%s", err, out)
+	}
+	if out, err := h.bxctl("mcp", "call", "bad", "secret", `{}`); err == nil || !strings.Contains(out, "denied unpinned_tool") {
+		t.Errorf("mcp call of an undeclared tool: %v\n%s", err, out)
+	}
+	if out, err := h.bxctl("mcp", "list"); err != nil || !strings.Contains(out, "bad: 11 tools pinned") {
+		t.Errorf("mcp list: %v\n%s", err, out)
+	}
+	os.WriteFile(h.desc, []byte("Echo. \x1b]0;owned\x07"), 0o644)
+	h.toolCall("s1", "mcp__bad__changed", `{}`)
+	poll.Until(t, "the list change seen", func() bool { return strings.Contains(h.log.String(), "list_changed") })
+	h.toolCall("s1", "mcp__bad__echo", `{"text":"x"}`) // relists
+	out, err = h.bxctl("mcp", "diff", "bad")
+	if err == nil || !strings.Contains(out, "changed since the pin (denied unpinned_tool): mcp__bad__echo") || strings.Contains(out, "\x1b") {
+		t.Errorf("mcp diff after the rug pull: %v\n%q", err, out)
+	}
+}
