@@ -235,3 +235,16 @@ func MCPUsable(grants []Grant, server wire.McpServer, tool wire.McpToolName, s S
 	}
 	return false
 }
+
+// ArgumentsText shows an MCP grant's argument constraints for `grants
+// check`, as ` /path paths=["/srv"]`; "" for any other grant.
+func (g Grant) ArgumentsText() string {
+	if g.mcp == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, pc := range g.mcp.args {
+		fmt.Fprintf(&b, " %s:%s", pc.pointer, pc.key)
+	}
+	return b.String()
+}

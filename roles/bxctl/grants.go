@@ -60,6 +60,7 @@ func checkGrants(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	out := cmd.Root().Writer
+	bad = append(bad, mcpChecks(cmd, dir, grants)...) // grantsmcp.go
 	errs := slices.Concat(bad, jobs.bad, jobs.dangling, jobs.delivery)
 	for _, e := range errs {
 		fmt.Fprintln(out, e)
@@ -96,7 +97,7 @@ func writeGrantTable(out io.Writer, grants []policy.Grant) {
 			jobs = strings.Join(ids, ",")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
-			resultText(g), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()), jobs)
+			resultText(g), g.Untrusted(), whenUntrusted, expires, grantConstraintText(g), jobs)
 	}
 	tw.Flush()
 }
@@ -154,7 +155,7 @@ func explainGrant(_ context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(cmd.Root().ErrWriter, "ignored, as brokerd would: %v\n", e)
 	}
 	// Grants with jobs apply only in runs of those jobs (DESIGN.md section 13).
-	d, err := policy.Decide(policy.GrantsForJob(grants, cmd.String("job")), req)
+	d, err := decideForExplain(cmd, dir, policy.GrantsForJob(grants, cmd.String("job")), req)
 	if err != nil {
 		return err
 	}
@@ -172,7 +173,7 @@ func explainRequest(cmd *cli.Command) (policy.Request, error) {
 		return policy.Request{}, usagef("--at: %v", err)
 	}
 	tool := cmd.Args().Get(0)
-	if _, ok := wire.ToolByName(tool); !ok {
+	if _, ok := wire.ToolByName(tool); !ok && !strings.HasPrefix(tool, wire.McpToolPrefix) {
 		// brokerd would deny it (no_grant), but a name that is no tool is
 		// a mistake on this line, not a decision worth explaining.
 		return policy.Request{}, fmt.Errorf("grants explain: no tool named %q; the tools are %s", tool, strings.Join(wire.ToolNames(), ", "))
