@@ -43,7 +43,7 @@ func TestGrantsCheckMCP(t *testing.T) {
 		t.Fatalf("valid MCP grants: status %d\n%s%s", code, out, errOut)
 	}
 	for grant, want := range map[string]string{
-		"tool = \"mcp__nope__x\"\nmode = \"auto\"\nmax_taint = \"private\"\n": "declares no MCP server nope",
+		"tool = \"mcp__nope__x\"\nmode = \"auto\"\nmax_taint = \"private\"\n":                                                                      "declares no MCP server nope",
 		"tool = \"mcp__files__read_text_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n[constraints.arguments.\"/file\"]\npaths = [\"/srv\"]\n": "argument /file is not in the pinned input schema",
 	} {
 		code, out, errOut := run(t, "grants", "check", "--home", mcpHome(t, grant))

@@ -30,7 +30,7 @@ var (
 
 // binaries builds the toolkit and the hostile server into a directory
 // outside /tmp (which no MCP mount may be), once per test binary.
-func binaries(t *testing.T) (string, string, string) {
+func binaries(t testing.TB) (string, string, string) {
 	t.Helper()
 	require.Root(t, "MCP sandboxes mount host paths by descriptor")
 	_, err := sandbox.Check(context.Background(), "/usr/bin/bwrap")
@@ -56,7 +56,7 @@ func binaries(t *testing.T) (string, string, string) {
 	return binDir, toolkitBin, hostBin
 }
 
-func testPool(t *testing.T, servers map[wire.McpServer]config.MCPServer, idle time.Duration, maxInstances int) (*Pool, *syncbuf.Buffer) {
+func testPool(t testing.TB, servers map[wire.McpServer]config.MCPServer, idle time.Duration, maxInstances int) (*Pool, *syncbuf.Buffer) {
 	t.Helper()
 	_, toolkit, _ := binaries(t)
 	log := &syncbuf.Buffer{}
@@ -71,7 +71,7 @@ func testPool(t *testing.T, servers map[wire.McpServer]config.MCPServer, idle ti
 	return p, log
 }
 
-func hostileServer(t *testing.T, env map[string]string) config.MCPServer {
+func hostileServer(t testing.TB, env map[string]string) config.MCPServer {
 	dir, _, bin := binaries(t)
 	return config.MCPServer{Command: []string{bin}, RO: []string{dir}, RW: []string{}, Env: env, MemoryMB: 512, Processes: 4096}
 }
