@@ -31,7 +31,7 @@ func DecideMCP(grants []Grant, req Request, pin *PinnedTool) (Decision, error) {
 	}
 	var args any
 	_ = json.Unmarshal([]byte(req.Arguments), &args) // ValidateArguments parsed it
-	d.args = wire.McpArgs{Server: server, Tool: tool, Canonical: req.Arguments}
+	d.args = wire.McpArgs{Server: server, Tool: tool, Canonical: req.Arguments, Claims: pin.Claims()}
 	candidates := d.mcpCandidates(grants, server, tool, args)
 	if len(candidates) == 0 {
 		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"boxmaker/wire"
 
@@ -233,3 +234,16 @@ func LoadLocks(dir string, servers []wire.McpServer) (map[wire.McpServer]*Pins, 
 }
 
 func hashOf(s string) wire.Hash32 { return sha256.Sum256([]byte(s)) }
+
+// Claims are the tool's pinned annotations the owner is shown, as the
+// server's claims: "readOnlyHint=true, destructiveHint=false", or "".
+func (t *PinnedTool) Claims() string {
+	var c []string
+	if t.ReadOnly != nil {
+		c = append(c, fmt.Sprintf("readOnlyHint=%v", *t.ReadOnly))
+	}
+	if t.Destructive != nil {
+		c = append(c, fmt.Sprintf("destructiveHint=%v", *t.Destructive))
+	}
+	return strings.Join(c, ", ")
+}

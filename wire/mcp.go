@@ -304,6 +304,9 @@ type McpArgs struct {
 	Server    McpServer
 	Tool      McpToolName
 	Canonical string
+	// Claims are the server's annotations as pinned ("readOnlyHint=true"),
+	// shown to the owner as its claims, never trusted; "" for none.
+	Claims string
 }
 
 func (a McpArgs) Subject() string  { return McpFullName(a.Server, a.Tool) }

@@ -59,8 +59,13 @@ func subjectOf(args wire.ToolArgs) string {
 	case wire.InspectArgs:
 		return a.Handle + ": " + clipped(a.Question)
 	case wire.McpArgs:
-		// The tool's full name first, then its arguments as data.
-		return a.ToolName() + " " + clipped(a.Canonical)
+		// The tool's full name first, then its arguments as data, then
+		// what the server claims of the tool, named as its claim.
+		subject := a.ToolName() + " " + clipped(a.Canonical)
+		if a.Claims != "" {
+			subject += " (the server claims " + a.Claims + "; not checked)"
+		}
+		return subject
 	}
 	return argumentsSubject(args)
 }

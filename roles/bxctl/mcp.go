@@ -130,17 +130,10 @@ func showPins(w io.Writer, p *policy.Pins) {
 }
 
 func claims(t *policy.PinnedTool) string {
-	var c []string
-	if t.ReadOnly != nil {
-		c = append(c, fmt.Sprintf("readOnlyHint=%v", *t.ReadOnly))
+	if c := t.Claims(); c != "" {
+		return c + " (not trusted)"
 	}
-	if t.Destructive != nil {
-		c = append(c, fmt.Sprintf("destructiveHint=%v", *t.Destructive))
-	}
-	if len(c) == 0 {
-		return "nothing"
-	}
-	return strings.Join(c, ", ") + " (not trusted)"
+	return "nothing"
 }
 
 func indentDesc(s string) string { return strings.ReplaceAll(s, "\n", "\n      ") }
