@@ -47,6 +47,18 @@ const VerifierKeyName = "checkpoint.pub"
 // same for brokerd, which signs them, and the witness, which checks them.
 func OriginOf(home string) string { return "boxmaker audit " + home }
 
+// MaxCheckpointNote bounds a signed checkpoint note, and MaxCheckpointLine
+// one line of a checkpoints.jsonl, newline included, in bytes. A checkpoint
+// is a few hundred bytes; the bounds leave room for a long origin and for
+// more signatures. Every reader enforces them before it parses anything, so
+// that the signer (brokerd, which may be compromised) cannot pad one
+// checkpoint past what NewestCheckpoint reads of a file's end and so hide
+// the newest checkpoint from it (issue 23, finding 6).
+const (
+	MaxCheckpointNote = 4 << 10
+	MaxCheckpointLine = 8 << 10
+)
+
 // Checkpoint is one signed head of the chain.
 type Checkpoint struct {
 	Origin string
@@ -120,8 +132,12 @@ func signNote(c Checkpoint, signer note.Signer) ([]byte, error) {
 	return msg, nil
 }
 
-// OpenCheckpoint checks one signed note with the verifier and reads its body.
+// OpenCheckpoint checks one signed note with the verifier and reads its
+// body; a note over MaxCheckpointNote is refused unread.
 func OpenCheckpoint(msg []byte, v note.Verifier) (Checkpoint, error) {
+	if err := checkNoteSize(len(msg)); err != nil {
+		return Checkpoint{}, err
+	}
 	n, err := note.Open(msg, note.VerifierList(v))
 	if err != nil {
 		return Checkpoint{}, err
@@ -153,7 +169,11 @@ func parseCheckpointText(text string) (Checkpoint, error) {
 	if !ok || c.Time.UnmarshalText([]byte(ts)) != nil {
 		return c, fmt.Errorf("checkpoint line %q is not a time", lines[3])
 	}
-	if _, err := fmt.Sscanf(lines[4], "end %s %d %d", &c.End.File, &c.End.Offset, &c.End.Line); err != nil {
+	_, err = fmt.Sscanf(lines[4], "end %s %d %d", &c.End.File, &c.End.Offset, &c.End.Line)
+	if err == nil && fmt.Sprintf("end %s %d %d", c.End.File, c.End.Offset, c.End.Line) != lines[4] {
+		err = errors.New("not in its one form") // Sscanf stops at the last number: no padding after it
+	}
+	if err != nil {
 		return c, fmt.Errorf("checkpoint line %q is not an end position: %v", lines[4], err)
 	}
 	if _, ok := parseDayName(c.End.File); !ok && c.Seq > 0 {
@@ -183,11 +203,18 @@ func ReadCheckpoints(dir string, v note.Verifier) ([]Checkpoint, error) {
 
 // parseCheckpoints reads the lines of a checkpoints.jsonl, as ReadCheckpoints.
 func parseCheckpoints(data []byte, v note.Verifier) ([]Checkpoint, error) {
-	data = data[:bytes.LastIndexByte(data, '\n')+1] // without a torn last line
+	end := bytes.LastIndexByte(data, '\n') + 1
+	if err := checkLineSize(len(data) - end); err != nil { // a torn last line is the start of one
+		return nil, fmt.Errorf("audit: %s, its last line: %w", CheckpointsName, err)
+	}
+	data = data[:end] // without a torn last line
 	var cps []Checkpoint
 	n := 0
 	for line := range bytes.Lines(data) {
 		n++
+		if err := checkLineSize(len(line)); err != nil {
+			return nil, fmt.Errorf("audit: %s line %d: %w", CheckpointsName, n, err)
+		}
 		var msg string
 		if json.Unmarshal(line, &msg) != nil {
 			continue // a write cut short, ended with a newline by the next writer
@@ -202,6 +229,21 @@ func parseCheckpoints(data []byte, v note.Verifier) ([]Checkpoint, error) {
 		cps = append(cps, c)
 	}
 	return cps, nil
+}
+
+// checkNoteSize and checkLineSize refuse a note or a line over its bound.
+func checkNoteSize(n int) error {
+	if n > MaxCheckpointNote {
+		return fmt.Errorf("a checkpoint note of %d bytes is over the %d a checkpoint may take", n, MaxCheckpointNote)
+	}
+	return nil
+}
+
+func checkLineSize(n int) error {
+	if n > MaxCheckpointLine {
+		return fmt.Errorf("a line of %d bytes is over the %d a checkpoint may take", n, MaxCheckpointLine)
+	}
+	return nil
 }
 
 // extends reports why next cannot follow prev, or nil when it can: a later

@@ -29,9 +29,17 @@ import (
 const WitnessKeyName = "key.pub"
 
 // CheckpointLine is note as one line of a checkpoints.jsonl: the note's
-// text as a JSON string, then a newline.
+// text as a JSON string, then a newline. It refuses a note over
+// MaxCheckpointNote, or one whose line would be over MaxCheckpointLine,
+// before reading it: no reader would take it.
 func CheckpointLine(msg string) ([]byte, error) {
+	if err := checkNoteSize(len(msg)); err != nil {
+		return nil, fmt.Errorf("audit: %w", err)
+	}
 	line, err := json.Marshal(msg)
+	if err == nil {
+		err = checkLineSize(len(line) + 1)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
@@ -99,11 +107,16 @@ func ReadWitness(dir string) ([]Checkpoint, error) {
 }
 
 // newestTail is how much of the end of a checkpoints.jsonl NewestCheckpoint
-// reads: many checkpoints' worth, since one is a few hundred bytes.
+// reads: many checkpoints' worth, since one is a few hundred bytes, and
+// always more than a torn line and a whole one, since neither may pass
+// MaxCheckpointLine.
 const newestTail = 64 << 10
 
 // NewestCheckpoint returns the newest checkpoint in dir's checkpoints.jsonl,
 // checked with v, reading only the end of the file; nil when it holds none.
+// A line over MaxCheckpointLine at the end, even one longer than what it
+// reads, is an error: it never takes an older checkpoint, or none, for the
+// newest.
 func NewestCheckpoint(dir string, v note.Verifier) (*Checkpoint, error) {
 	f, err := openRegular(filepath.Join(dir, CheckpointsName))
 	if errors.Is(err, os.ErrNotExist) {
@@ -123,7 +136,15 @@ func NewestCheckpoint(dir string, v note.Verifier) (*Checkpoint, error) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	if from > 0 { // the first line read is most likely a part of one
-		data = data[bytes.IndexByte(data, '\n')+1:]
+		part := bytes.IndexByte(data, '\n')
+		if part < 0 {
+			part = len(data)
+		}
+		if part > MaxCheckpointLine {
+			return nil, fmt.Errorf("audit: %s holds a line of more than %d bytes near its end, over the %d a checkpoint may take",
+				CheckpointsName, part, MaxCheckpointLine)
+		}
+		data = data[part+1:]
 	}
 	cps, err := parseCheckpoints(data, v)
 	if err != nil || len(cps) == 0 {

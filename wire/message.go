@@ -128,6 +128,8 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"job_triggered", JobTriggered{}},
 	variant{"job_deliveries", JobDeliveries{}},
 	variant{"job_delivery", JobDelivery{}},
+	variant{"job_ended", JobEnded{}},
+	variant{"job_ended_noted", JobEndedNoted{}},
 	// The audit witness (witness.go).
 	variant{"checkpoint_submit", CheckpointSubmit{}},
 	variant{"checkpoint_witnessed", CheckpointWitnessed{}},

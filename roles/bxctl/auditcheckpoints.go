@@ -102,7 +102,9 @@ func readCheckpoints(dir string) ([]audit.Checkpoint, error) {
 
 // verifyAudit checks the whole chain against every checkpoint, brokerd's
 // and the witness's, or with --from-checkpoint only the records after the
-// newest of brokerd's and the witness's newest record.
+// newest of brokerd's and the witness's newest record; then that the log is
+// not past the witness's newest checkpoint by more than the checkpoint
+// interval allows (witnessKeepsUp).
 func verifyAudit(_ context.Context, cmd *cli.Command) error {
 	dir, err := auditDir(cmd)
 	if err != nil {
@@ -118,7 +120,10 @@ func verifyAudit(_ context.Context, cmd *cli.Command) error {
 	}
 	out := cmd.Root().Writer
 	if cmd.Bool("from-checkpoint") && len(mine)+len(theirs) > 0 {
-		return verifyFromCheckpoints(out, dir, mine, theirs)
+		if err := verifyFromCheckpoints(out, dir, mine, theirs); err != nil {
+			return err
+		}
+		return witnessKeepsUp(cmd, dir, theirs)
 	}
 	res, err := audit.VerifyAgainst(dir, audit.MergeCheckpoints(mine, theirs))
 	if err != nil {
@@ -129,7 +134,7 @@ func verifyAudit(_ context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(out, "matches %d checkpoints, the newest of seq %d signed %s\n", len(mine), mine[len(mine)-1].Seq, mine[len(mine)-1].Time)
 	}
 	sayWitness(out, mine, theirs)
-	return nil
+	return witnessKeepsUp(cmd, dir, theirs)
 }
 
 // verifyFromCheckpoints checks the records after brokerd's newest

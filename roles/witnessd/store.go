@@ -65,6 +65,10 @@ func (s *store) submit(key, msg string) (audit.Checkpoint, bool, error) {
 	if other != "" {
 		return held, false, refuse(held.Seq, "%s", other)
 	}
+	line, err := audit.CheckpointLine(msg) // the size bound, before anything reads msg
+	if err != nil {
+		return held, false, refuse(held.Seq, "refused unread: %v", err)
+	}
 	cp, err := audit.OpenCheckpoint([]byte(msg), v)
 	switch {
 	case err != nil:
@@ -80,10 +84,23 @@ func (s *store) submit(key, msg string) (audit.Checkpoint, bool, error) {
 	case cp.Seq == held.Seq:
 		return held, false, nil
 	}
-	if err := s.append(msg); err != nil {
+	if err := s.append(line); err != nil {
 		return held, false, err
 	}
 	return cp, true, nil
+}
+
+// check reads the newest checkpoint held, as each submit does, for the
+// start: a witness/ whose end the witness cannot read (a line over the
+// bound, one not correctly signed) is an error, never an older checkpoint
+// or none taken for the newest.
+func (s *store) check() error {
+	v, err := audit.ReadVerifierKey(filepath.Join(s.dir, audit.WitnessKeyName))
+	if err != nil || v == nil {
+		return err
+	}
+	_, err = audit.NewestCheckpoint(s.dir, v)
+	return err
 }
 
 // trusted returns the verifier of the key the witness trusts, trusting
@@ -121,15 +138,11 @@ func (s *store) trusted(key string) (v note.Verifier, other string, err error) {
 	return held, "", nil
 }
 
-// append adds msg to checkpoints.jsonl and fsyncs it before the witness
-// answers: a checkpoint the witness said it holds survives a crash. A last
-// line cut short by a crash is ended first, so that msg has a line of its
-// own (audit.ReadCheckpoints skips the cut line).
-func (s *store) append(msg string) error {
-	line, err := audit.CheckpointLine(msg)
-	if err != nil {
-		return err
-	}
+// append adds line (audit.CheckpointLine's) to checkpoints.jsonl and
+// fsyncs it before the witness answers: a checkpoint the witness said it
+// holds survives a crash. A last line cut short by a crash is ended first,
+// so that line is one of its own (audit.ReadCheckpoints skips the cut one).
+func (s *store) append(line []byte) error {
 	path := filepath.Join(s.dir, audit.CheckpointsName)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE|syscall.O_NOFOLLOW, 0o640)
 	if err != nil {

@@ -82,6 +82,10 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 		return fmt.Errorf("witnessd: %w", err)
 	}
 	w := &witness{store: &store{dir: opts.Dir, origin: opts.Origin, log: opts.Log}, log: opts.Log}
+	if err := w.store.check(); err != nil {
+		opts.Log.Printf("cannot tell the newest checkpoint it holds, so it takes none: %v", err)
+		return fmt.Errorf("witnessd: %s cannot be read: %w", opts.Dir, err)
+	}
 	if opts.Gateway != "" {
 		p, err := newPoster(opts)
 		if err != nil {
