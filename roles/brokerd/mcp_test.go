@@ -176,3 +176,16 @@ func TestMCPSubject(t *testing.T) {
 		t.Errorf("subject\n got %s\nwant %s", got, want)
 	}
 }
+
+// An MCP result may be kept as a handle, like any result.
+func TestMCPResultAsHandle(t *testing.T) {
+	h := newMCPHome(t, map[string]string{"bad-handle": "tool = \"mcp__bad__echo\"\nmode = \"auto\"\nmax_taint = \"private\"\nresult_class = \"secret\"\nresult = \"handle\"\n"})
+	h.pin()
+	r, ok := h.toolCall("s1", "mcp__bad__echo", `{"text":"the secret"}`).(wire.Result)
+	if !ok || strings.Contains(r.Content, "the secret") || !strings.Contains(r.Content, `"handle":"h1","tool":"mcp__bad__echo","class":"secret"`) {
+		t.Fatalf("a handle result: %#v\n%s", r, h.log)
+	}
+	if res, _, err := h.call("bxctl", wire.SessionState{Session: sessionID(t, "s1")}); err != nil || res.(wire.SessionStateResult).Taint != wire.Private {
+		t.Errorf("a handle raised the session: %#v %v", res, err)
+	}
+}
