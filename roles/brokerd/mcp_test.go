@@ -229,3 +229,17 @@ func TestMCPReferenceFilesystemThroughBrokerd(t *testing.T) {
 		t.Errorf("as the model: %#v", got)
 	}
 }
+
+// What the hostile server writes in notifications and on stderr reaches
+// brokerd's log as sanitized lines only.
+func TestMCPServerWordsInTheLogAreSanitized(t *testing.T) {
+	h := newMCPHome(t, map[string]string{"bad-any": mcpAnyGrant})
+	h.pin()
+	if _, ok := h.toolCall("s1", "mcp__bad__escape", `{}`).(wire.Result); !ok {
+		t.Fatalf("escape did not run\n%s", h.log)
+	}
+	poll.Until(t, "the server's log line in brokerd's log", func() bool { return strings.Contains(h.log.String(), "mcp bad (session s1): log ") })
+	if l := h.log.String(); strings.ContainsAny(l, "\x1b\x07\u202e") || !strings.Contains(l, `\x1b[2J`) {
+		t.Errorf("brokerd's log holds the server's control characters:\n%q", l)
+	}
+}

@@ -166,6 +166,9 @@ func (s MCPServer) check(system []string) error {
 	if err := checkEnv(s.Env); err != nil {
 		return err
 	}
+	if !visible(s.Command[0], slices.Concat(s.RO, s.RW, system, sandboxBase)) {
+		return fmt.Errorf("command[0] %s is not inside ro, rw, [sandbox] system_paths or the sandbox's base (%s): the sandbox would not see it", s.Command[0], strings.Join(sandboxBase, ", "))
+	}
 	switch {
 	case s.MemoryMB < 64 || s.MemoryMB > 1<<20:
 		return fmt.Errorf("memory_mb must be from 64 to %d, not %d", 1<<20, s.MemoryMB)
@@ -215,6 +218,14 @@ func checkBinds(ro, rw, system []string) error {
 }
 
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+
+// sandboxBase is what every MCP sandbox has of the host: the shell tool's
+// base (roles/internal/sandbox's systemArgs).
+var sandboxBase = []string{"/usr", "/bin", "/lib", "/lib64", "/sbin"}
+
+func visible(p string, dirs []string) bool {
+	return slices.ContainsFunc(dirs, func(d string) bool { return within(p, d) })
+}
 
 func checkEnv(env map[string]string) error {
 	for k, v := range env {

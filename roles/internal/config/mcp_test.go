@@ -85,6 +85,7 @@ func TestMCPBadValues(t *testing.T) {
 		{"[mcp.files]\n" + cmd + "processes = 0\n", "processes must be from 1"},
 		{"[mcp.files]\n" + cmd + "cwd = \"/\"\n", "[mcp.files]: unknown key cwd"},
 		{"[mcp.files]\nurl = \"https://example.org/mcp\"\n", "remote MCP servers are not supported yet"},
+		{"[mcp.files]\ncommand = [\"/opt/mcp/node\"]\nro = [\"/srv\"]\n", "command[0] /opt/mcp/node is not inside ro, rw"},
 	} {
 		_, err := Load(writeConfig(t, c.text))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
