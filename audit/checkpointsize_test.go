@@ -14,13 +14,13 @@ import (
 // CheckpointLine, which refuses it.
 func paddedLine(t *testing.T, s note.Signer, seq uint64, pad int) string {
 	t.Helper()
-	cp := Checkpoint{Origin: "boxmaker audit test", Seq: seq, Hash: hashOf([]byte("x")), Time: mustTime(t, "2026-12-01T10:00:00.000Z"),
+	cp := Checkpoint{Origin: "test/boxmaker-audit", Seq: seq, Hash: hashOf([]byte("x")), Time: mustTime(t, "2026-12-01T10:00:00.000Z"),
 		End: Position{File: "2026-12-01.jsonl", Offset: int64(seq) * 100, Line: int(seq)}}
-	text, err := cp.text()
+	text, err := cp.body()
 	if err != nil {
 		t.Fatal(err)
 	}
-	msg, err := note.Sign(&note.Note{Text: strings.TrimSuffix(text, "\n") + " " + strings.Repeat("x", pad) + "\n"}, s)
+	msg, err := note.Sign(&note.Note{Text: strings.TrimSuffix(text, "\n") + " " + strings.Repeat("x", pad) + "\n"}, s) // padding after the root
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,12 +34,12 @@ func paddedLine(t *testing.T, s note.Signer, seq uint64, pad int) string {
 // witness, status) and OpenCheckpoint (what the witness is sent).
 func TestOversizeCheckpointsAreRefused(t *testing.T) {
 	s, v := testKeys(t)
-	good := string(signedLine(t, Checkpoint{Origin: "boxmaker audit test", Seq: 9, Hash: hashOf([]byte("x")),
+	good := string(signedLine(t, Checkpoint{Origin: "test/boxmaker-audit", Seq: 9, Hash: hashOf([]byte("x")),
 		Time: mustTime(t, "2026-12-01T10:00:00.000Z"), End: Position{File: "2026-12-01.jsonl", Offset: 900, Line: 9}}, s))
 	for name, c := range map[string]struct{ text, want string }{
 		"padded past 64 KiB, newest": {good + paddedLine(t, s, 10, 70<<10), "over the"},
 		"padded past the bound":      {good + paddedLine(t, s, 10, MaxCheckpointLine), "over the"},
-		"padded within the bound":    {good + paddedLine(t, s, 10, 100), "not an end position"},
+		"padded within the bound":    {good + paddedLine(t, s, 10, 100), "not 32 bytes of base64"},
 		"an oversize torn last line": {good + `"` + strings.Repeat("x", MaxCheckpointLine+1), "over the"},
 		"an oversize line that is not JSON": {good + strings.Repeat("x", MaxCheckpointLine+1) + "\n" +
 			string(signedLine(t, Checkpoint{Origin: "o", Seq: 10, End: Position{File: "2026-12-01.jsonl"}}, s)), "over the"},
@@ -83,4 +83,14 @@ func TestNewestCheckpointRefusesAPartOfAnOversizeLine(t *testing.T) {
 	if got, err := NewestCheckpoint(dir, v); err == nil || !strings.Contains(err.Error(), "over the") {
 		t.Fatalf("NewestCheckpoint = %v, %v; want the oversize line refused", got, err)
 	}
+}
+
+// signedLine is cp signed by s as a line of brokerd's checkpoints.jsonl.
+func signedLine(t *testing.T, cp Checkpoint, s note.Signer) []byte {
+	t.Helper()
+	_, line, err := SignCheckpoint(cp, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return line
 }

@@ -28,7 +28,7 @@ buildGoModule {
   # go.mod and go.sum, as buildGoModule's goModules derivation computes it.
   # `make vendor-hash` sets it with nix's own hashing, offline; `make test`
   # (TestNixVendorHash in roles/internal/units) fails while it is stale.
-  vendorHash = "sha256-JxFP+AnewRQ3DvklT1FmzP1NpcJVY3UuaCPffZT0gKQ=";
+  vendorHash = "sha256-a01wevajSzpw28mBczu33EK+TYSSSKOnjdwjkF+/PdI=";
 
   subPackages = [ "." ];
 

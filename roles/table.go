@@ -138,7 +138,7 @@ var Pairs = []Pair{
 	// witness the last of each hour to gatewayd for the owner's DM
 	// (DESIGN.md section 14); neither may send anything else.
 	{Client: "brokerd", Listener: "witnessd", Socket: "witness.sock", Protocol: Frames,
-		Accepts: []string{"checkpoint_submit"}},
+		Accepts: []string{"checkpoint_add", "checkpoint_submit"}},
 	{Client: "witnessd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
 		Accepts: []string{"checkpoint_post"}},
 	// Each egress_open carries one end of the call's socketpair.

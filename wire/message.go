@@ -134,6 +134,8 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"checkpoint_submit", CheckpointSubmit{}},
 	variant{"checkpoint_witnessed", CheckpointWitnessed{}},
 	variant{"checkpoint_refused", CheckpointRefused{}},
+	variant{"checkpoint_add", CheckpointAdd{}},
+	variant{"checkpoint_cosigned", CheckpointCosigned{}},
 	variant{"checkpoint_post", CheckpointPost{}},
 	variant{"checkpoint_posted", CheckpointPosted{}},
 	// Handles and inspect (inspect.go).

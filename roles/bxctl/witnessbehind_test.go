@@ -1,6 +1,8 @@
 package bxctl
 
 import (
+	"crypto/ed25519"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -21,8 +23,9 @@ type auditHome struct {
 	t      *testing.T
 	paths  config.Paths
 	signer note.Signer
-	v      note.Verifier
+	v      note.Verifiers
 	vkey   string
+	cosign ed25519.PrivateKey
 	call   wire.CallID
 }
 
@@ -30,7 +33,7 @@ func newAuditHome(t *testing.T, cfg string) *auditHome {
 	skey, vkey, _ := note.GenerateKey(nil, "boxmaker-audit")
 	signer, _ := note.NewSigner(skey)
 	v, _ := note.NewVerifier(vkey)
-	h := &auditHome{t: t, paths: config.Paths{Home: t.TempDir()}, signer: signer, v: v, vkey: vkey}
+	h := &auditHome{t: t, paths: config.Paths{Home: t.TempDir()}, signer: signer, v: note.VerifierList(v), vkey: vkey}
 	h.paths.Config = h.paths.Join("etc", "config.toml")
 	for _, dir := range []string{"audit", "witness", "etc"} {
 		if err := os.MkdirAll(h.paths.Join(dir), 0o700); err != nil {
@@ -40,6 +43,9 @@ func newAuditHome(t *testing.T, cfg string) *auditHome {
 	os.WriteFile(h.paths.Config, []byte(cfg), 0o600)
 	os.WriteFile(h.paths.Join("audit", audit.VerifierKeyName), []byte(vkey+"\n"), 0o600)
 	os.WriteFile(h.paths.Join("witness", audit.WitnessKeyName), []byte(vkey+"\n"), 0o600)
+	pub, priv, _ := ed25519.GenerateKey(nil)
+	os.WriteFile(h.paths.Join("witness", audit.WitnessCosignKeyName), []byte(audit.CosignVerifierKey("test/boxmaker-witness", pub)+"\n"), 0o600)
+	h.cosign = priv
 	return h
 }
 
@@ -51,7 +57,7 @@ func (h *auditHome) appendAt(at time.Time, n int, signing bool) {
 	opts := []audit.Option{audit.WithClock(func() time.Time { return at })}
 	if signing {
 		opts = append(opts, audit.WithCheckpoints(audit.CheckpointConfig{Signer: h.signer, Verifier: h.v,
-			Origin: audit.OriginOf(h.paths.Home), Records: 1000, Interval: time.Hour}))
+			Origin: "test/boxmaker-audit", Records: 1000, Interval: time.Hour}))
 	}
 	w, err := audit.Open(h.paths.Join("audit"), opts...)
 	if err != nil {
@@ -68,9 +74,19 @@ func (h *auditHome) appendAt(at time.Time, n int, signing bool) {
 	if err := w.Close(); err != nil {
 		h.t.Fatal(err)
 	}
-	data, err := os.ReadFile(h.paths.Join("audit", audit.CheckpointsName))
+	cps, err := audit.ReadCheckpoints(h.paths.Join("audit"), h.v)
 	if err != nil {
 		h.t.Fatal(err)
+	}
+	var data []byte // what witnessd keeps: each note cosigned, here with the time to the millisecond
+	for _, cp := range cps {
+		cosigner, _ := audit.NewCosigner("test/boxmaker-witness", h.cosign, cp.Time.Time)
+		cosigned, err := audit.Cosign([]byte(cp.Note()), h.v, cosigner)
+		if err != nil {
+			h.t.Fatal(err)
+		}
+		line, _ := json.Marshal(map[string]any{"note": string(cosigned), "time": cp.Time})
+		data = append(append(data, line...), '\n')
 	}
 	os.WriteFile(h.paths.Join("witness", audit.CheckpointsName), data, 0o600)
 }
@@ -137,7 +153,7 @@ func TestAWitnessBehindTheLogIsReported(t *testing.T) {
 
 func copyWitness(t *testing.T, from, to string) {
 	t.Helper()
-	for _, name := range []string{audit.WitnessKeyName, audit.CheckpointsName} {
+	for _, name := range []string{audit.WitnessKeyName, audit.WitnessCosignKeyName, audit.CheckpointsName} {
 		data, err := os.ReadFile(filepath.Join(from, name))
 		if err != nil {
 			t.Fatal(err)

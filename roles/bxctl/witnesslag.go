@@ -32,7 +32,7 @@ func witnessLine(paths config.Paths, a config.Audit, now time.Time) string {
 	if err != nil || mine == nil {
 		return sayIf(err)
 	}
-	wv, err := audit.ReadVerifierKey(filepath.Join(witnessDir, audit.WitnessKeyName))
+	wv, err := audit.WitnessKeys(witnessDir)
 	var theirs *audit.Checkpoint
 	if err == nil && wv != nil {
 		theirs, err = audit.NewestCheckpoint(witnessDir, wv)
@@ -42,9 +42,9 @@ func witnessLine(paths config.Paths, a config.Audit, now time.Time) string {
 		return sayIf(err)
 	case theirs == nil:
 		return fmt.Sprintf("audit witness: holds no checkpoint; brokerd's newest is seq %d, signed %s ago", mine.Seq, age(now, mine))
-	case theirs.Seq == mine.Seq && theirs.Hash != mine.Hash:
+	case theirs.Seq == mine.Seq && theirs.Legacy == mine.Legacy && theirs.ID() != mine.ID():
 		return fmt.Sprintf("audit witness: DIFFERS: it holds seq %d with hash %s, brokerd's checkpoint of seq %d says %s; run boxmaker audit verify",
-			theirs.Seq, theirs.Hash, mine.Seq, mine.Hash)
+			theirs.Seq, theirs.ID(), mine.Seq, mine.ID())
 	}
 	if behind, err := behindLog(auditDir, *theirs, a, now); err != nil || behind != "" {
 		return cmp.Or(sayIf(err), "audit witness: BEHIND THE LOG: "+behind)

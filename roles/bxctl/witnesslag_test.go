@@ -24,7 +24,7 @@ func checkpointFiles(t *testing.T, dir, keyName string, signer note.Signer, vkey
 	var data []byte
 	for _, seq := range seqs {
 		ts, _ := wire.TimestampOf(at.Add(time.Duration(seq) * time.Minute))
-		line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: "boxmaker audit /x", Seq: seq, Hash: wire.Hash32{fill, byte(seq)}, Time: ts,
+		_, line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: "x/boxmaker-audit", Seq: seq, Root: wire.Hash32{fill, byte(seq)}, Time: ts,
 			End: audit.Position{File: "2026-12-01.jsonl", Offset: int64(seq), Line: int(seq)}}, signer)
 		if err != nil {
 			t.Fatal(err)

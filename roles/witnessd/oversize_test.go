@@ -13,6 +13,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
+	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -21,14 +22,16 @@ import (
 // bytes of padding: what a compromised brokerd, which holds the key, can
 // sign. A parser that stops reading the end line at its last number
 // takes it for a checkpoint.
-func (k key) padded(t *testing.T, seq uint64, pad int) string {
+func (k key) padded(t *testing.T, seq uint64, pad int) ckpt {
 	t.Helper()
-	text := strings.Split(k.note(t, seq, 1, "2026-12-01T10:05:00.000Z"), "\n\n")[0] + " " + strings.Repeat("x", pad) + "\n"
+	c := k.note(t, seq, 1, "")
+	text := strings.Split(c.msg, "\n\n")[0] + " " + strings.Repeat("x", pad) + "\n"
 	msg, err := note.Sign(&note.Note{Text: text}, k.signer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(msg)
+	c.msg = string(msg)
+	return c
 }
 
 // The attack of issue 23, finding 6: a compromised brokerd signs one
@@ -48,8 +51,8 @@ func TestWitnessRefusesAnOversizeCheckpoint(t *testing.T) {
 	if after, _ := os.ReadFile(filepath.Join(h.dir, audit.CheckpointsName)); string(after) != string(before) {
 		t.Fatalf("a refused checkpoint changed witness/%s", audit.CheckpointsName)
 	}
-	wantRefused(t, h, h.submit(t, k, k.note(t, 5, 1, "2026-12-01T10:06:00.000Z")), 9, "rollback: seq 5")
-	wantRefused(t, h, h.submit(t, k, k.note(t, 9, 2, "2026-12-01T10:06:00.000Z")), 9, "rollback: seq 9 with hash")
+	wantRefused(t, h, h.submit(t, k, k.note(t, 5, 1, "2026-12-01T10:06:00.000Z")), 9, "rollback: size 5")
+	wantRefused(t, h, h.submit(t, k, k.note(t, 9, 2, "2026-12-01T10:06:00.000Z")), 9, "fork: size 9")
 	wantWitnessed(t, h.submit(t, k, k.note(t, 12, 1, "2026-12-01T10:07:00.000Z")), 12)
 }
 
@@ -61,7 +64,7 @@ func TestWitnessWithAnUnreadableCopyTakesNothing(t *testing.T) {
 	k := newKey(t)
 	dir := t.TempDir()
 	var data []byte
-	for _, msg := range []string{k.note(t, 9, 1, "2026-12-01T10:01:00.000Z"), k.padded(t, 20, 70<<10)} {
+	for _, msg := range []string{k.note(t, 9, 1, "2026-12-01T10:01:00.000Z").msg, k.padded(t, 20, 70<<10).msg} {
 		line, err := jsonLine(msg)
 		if err != nil {
 			t.Fatal(err)
@@ -70,9 +73,10 @@ func TestWitnessWithAnUnreadableCopyTakesNothing(t *testing.T) {
 	}
 	writeWitness(t, dir, k, data)
 	logs := &syncbuf.Buffer{}
-	st := &store{dir: dir, origin: testOrigin, log: log.New(logs, "", 0)}
+	st := &store{dir: dir, origin: testOrigin, log: log.New(logs, "", 0), clock: time.Now}
 	for _, seq := range []uint64{5, 21} {
-		if _, took, err := st.submit(k.vkey, k.note(t, seq, 1, "2026-12-01T10:06:00.000Z")); took || err == nil {
+		c := k.note(t, seq, 1, "")
+		if _, took, err := st.add(wire.CheckpointAdd{Key: k.vkey, Old: 9, Proof: proofFrom(t, 9, c), Note: c.msg}); took || err == nil {
 			t.Errorf("seq %d over an unreadable witness/: took %v, %v; want an error", seq, took, err)
 		} else if !strings.Contains(err.Error(), "over the") {
 			t.Errorf("seq %d: %v, want it to say the line is over the bound", seq, err)
