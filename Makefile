@@ -9,7 +9,7 @@ STATE    ?= .state
 # Debian/Ubuntu packages: bubblewrap runs every tool call (brokerd will not
 # start without it); the terminal tests drive chat in tmux.
 RUN_NEEDS  ?= bubblewrap
-TEST_NEEDS ?= bubblewrap tmux
+TEST_NEEDS ?= bubblewrap tmux npm
 # The figures issue 3 asks for come from a 200 MB audit log.
 AUDIT_BENCH_MB ?= 200
 # make audit's vulnerability database (a file:// copy works offline).
@@ -61,8 +61,9 @@ fuzz: ## each fuzz target for FUZZTIME (default 20s)
 run: deps-run build ## start boxmaker in $(STATE) and chat (the scripted model unless BOXMAKER_UPSTREAM is set); leaving chat stops it
 	@sh scripts/run.sh $(OUT) $(STATE) $(if $(BOXMAKER_UPSTREAM),,--scripted-model) $(if $(filter 0,$(shell id -u)),--create-users)
 
-deps: ## what make test needs ($(TEST_NEEDS)): installed with apt-get as root, else the command that does
+deps: ## what make test needs ($(TEST_NEEDS), then tools/mcp by npm ci): installed with apt-get as root, else the command that does
 	@sh scripts/deps.sh $(TEST_NEEDS)
+	@sh scripts/mcp-deps.sh
 
 deps-run: ## what make run needs ($(RUN_NEEDS)), the same way
 	@sh scripts/deps.sh $(RUN_NEEDS)

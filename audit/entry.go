@@ -130,7 +130,8 @@ func (c *cursor) decision() {
 		c.nullOrStr()
 	case c.take(`"denied","reason":`):
 		c.oneOf(`"no_grant"`, `"grant_expired"`, `"taint_too_high"`,
-			`"denied_by_grant"`, `"approval_refused"`, `"approval_expired"`, `"untrusted_session"`, `"unknown_handle"`)
+			`"denied_by_grant"`, `"approval_refused"`, `"approval_expired"`, `"untrusted_session"`, `"unknown_handle"`,
+			`"unpinned_tool"`)
 		c.lit(`,"grant":`)
 		c.nullOrStr()
 	default:

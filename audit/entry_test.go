@@ -71,7 +71,7 @@ func randomDecision(r *rand.Rand) wire.DecisionRecord {
 		return wire.DecisionApproved{Grant: randomString(r), Approver: randomString(r), Post: opt}
 	default:
 		reasons := []wire.DenyReason{wire.NoGrant, wire.GrantExpired, wire.TaintTooHigh,
-			wire.DeniedByGrant, wire.ApprovalRefused, wire.ApprovalExpired, wire.UntrustedSession}
+			wire.DeniedByGrant, wire.ApprovalRefused, wire.ApprovalExpired, wire.UntrustedSession, wire.UnknownHandle, wire.UnpinnedTool}
 		return wire.DecisionDenied{Reason: reasons[r.IntN(len(reasons))], Grant: opt}
 	}
 }

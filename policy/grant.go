@@ -88,9 +88,10 @@ type Grant struct {
 	secret        string
 	constraints   Constraints
 	matcher       matcher
-	jobs          []string // nil: every session; else only sessions of these jobs
-	handleResult  bool     // result = "handle": brokerd keeps the result, the model gets a handle
-	declassify    bool     // inspect only: the answer takes result_class, not the handle's class
+	jobs          []string  // nil: every session; else only sessions of these jobs
+	handleResult  bool      // result = "handle": brokerd keeps the result, the model gets a handle
+	declassify    bool      // inspect only: the answer takes result_class, not the handle's class
+	mcp           *mcpGrant // an MCP grant (mcpgrant.go); nil for a built-in tool
 }
 
 // ID is the grant file's stem.

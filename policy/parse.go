@@ -35,6 +35,8 @@ type constraintsFile struct {
 	Paths    []string `toml:"paths"`
 	Hosts    []string `toml:"hosts"`
 	Patterns []string `toml:"patterns"`
+	// Arguments are an MCP grant's constraints, by JSON pointer (mcpgrant.go).
+	Arguments map[string]argConstraintsFile `toml:"arguments"`
 }
 
 type exampleFile struct {
@@ -50,6 +52,7 @@ var keyTypes = map[string]string{
 	"constraints.patterns": "an array of strings", "examples": "an array of tables ([[examples]])",
 	"examples.arguments": "a string", "examples.matches": "true or false",
 	"jobs": "an array of job ids", "result": `"content" or "handle"`, "declassify": "true or false",
+	"constraints.arguments": `a table of JSON pointers, as [constraints.arguments."/path"]`,
 }
 
 // ParseGrant parses and checks one grant file. file is its name or path:
@@ -137,6 +140,13 @@ func (g *Grant) setRequired(f grantFile, c *collector) bool {
 	switch {
 	case f.Tool == nil:
 		c.add("tool", errors.New("tool is required"))
+	case strings.HasPrefix(*f.Tool, wire.McpToolPrefix):
+		// An MCP tool (mcpgrant.go): the catalog does not list it.
+		m, err := parseMCPTool(*f.Tool)
+		c.add("tool", err)
+		if err == nil {
+			g.tool, g.mcp, toolOK = wire.Tool{Name: *f.Tool}, m, true
+		}
 	default:
 		g.tool, toolOK = wire.ToolByName(*f.Tool)
 		if !toolOK {
@@ -258,8 +268,15 @@ func checkSecretName(s string) error {
 // setConstraints compiles the constraints and proves the examples against
 // them; examples are not tried against constraints that failed.
 func (g *Grant) setConstraints(f grantFile) []problem {
+	if g.mcp != nil {
+		return g.setMCPConstraints(f)
+	}
 	if f.Constraints != nil {
-		g.constraints = Constraints(*f.Constraints)
+		c := f.Constraints
+		g.constraints = Constraints{Paths: c.Paths, Hosts: c.Hosts, Patterns: c.Patterns}
+		if c.Arguments != nil {
+			return []problem{{"constraints.arguments", g.tool.Name + " is a built-in tool: only MCP tools (mcp__NAME__TOOL) take argument constraints"}}
+		}
 	}
 	m, probs := compileConstraints(g.tool, g.mode, g.constraints)
 	examples, more := checkExampleFields(f.Examples)

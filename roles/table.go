@@ -122,7 +122,8 @@ var Pairs = []Pair{
 	// Only the owner's socket accepts approvals, the notes admin kinds and
 	// the owner's job_run, a trigger loopd cannot make (DESIGN.md section 13).
 	{Client: "bxctl", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
-		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse", "job_list", "job_show", "job_run", "handle_show"}},
+		Accepts: []string{"approval_list", "approval_answer", "session_state", "notes_list", "notes_show", "notes_endorse", "job_list", "job_show", "job_run", "handle_show",
+			"mcp_pin", "mcp_list", "mcp_call"}},
 	// Beside the chat, the owner starts a job's run brokerd was just told
 	// of, and gatewayd takes the job replies that go to Mattermost; neither
 	// may send the other's (DESIGN.md section 13).

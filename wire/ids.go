@@ -206,7 +206,7 @@ const (
 	UnknownHandle DenyReason = "unknown_handle"
 )
 
-var denyReasons = []DenyReason{NoGrant, GrantExpired, TaintTooHigh, DeniedByGrant, ApprovalRefused, ApprovalExpired, UntrustedSession, UnknownHandle}
+var denyReasons = []DenyReason{NoGrant, GrantExpired, TaintTooHigh, DeniedByGrant, ApprovalRefused, ApprovalExpired, UntrustedSession, UnknownHandle, UnpinnedTool}
 
 func (r DenyReason) MarshalText() ([]byte, error) {
 	if err := checkEnum(string(r), denyReasons); err != nil {

@@ -143,6 +143,18 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"inspect_result", InspectResult{}},
 	variant{"handle_show", HandleShow{}},
 	variant{"handle_show_result", HandleShowResult{}},
+	// MCP servers under the broker (mcp.go).
+	variant{"mcp_tools", McpTools{}},
+	variant{"mcp_tools_result", McpToolsResult{}},
+	variant{"mcp_tool_call", McpToolCall{}},
+	variant{"mcp_notice", McpNotice{}},
+	variant{"mcp_tool_result", McpToolResult{}},
+	variant{"mcp_tool_error", McpToolError{}},
+	variant{"mcp_pin", McpPin{}},
+	variant{"mcp_pin_result", McpPinResult{}},
+	variant{"mcp_list", McpList{}},
+	variant{"mcp_list_result", McpListResult{}},
+	variant{"mcp_call", McpCall{}},
 )
 
 var toolResponses = newUnion[ToolResponse]("status", "",
@@ -166,6 +178,7 @@ var partial = []reflect.Type{
 	reflect.TypeFor[ToolResultEvent](),
 	reflect.TypeFor[NotesListPart](),
 	reflect.TypeFor[JobDelivery](),
+	reflect.TypeFor[McpNotice](),
 }
 
 // KindOf returns m's kind as the wire names it ("tool_request", ...), or ""

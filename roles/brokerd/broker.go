@@ -33,6 +33,8 @@ type broker struct {
 	// offered to gatewayd too (gateway.secret_approvals).
 	secretApprovals bool
 
+	mcp *mcpState // MCP servers under the broker (mcp.go)
+
 	badMu    sync.Mutex
 	badSeen  map[string]bool // grant errors already logged, so each is logged once
 	grantDir *policy.Dir
@@ -110,6 +112,7 @@ func (b *broker) toolList(id wire.SessionID) (wire.ToolListResult, error) {
 			res.Tools = append(res.Tools, wire.ToolSpec{Name: t.Name, Description: t.Description + note, Parameters: t.Schema})
 		}
 	}
+	res.Tools = append(res.Tools, b.mcpToolSpecs(id, state, now, note)...)
 	return res, nil
 }
 

@@ -100,6 +100,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 		secretApprovals: cfg.Gateway != nil && cfg.Gateway.SecretApprovals}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
 		egressSock: dial.egress, slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
+	b.openMCP(opts.Executable)
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}

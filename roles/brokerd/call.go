@@ -3,6 +3,7 @@ package brokerd
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"boxmaker/policy"
@@ -22,7 +23,7 @@ type request struct {
 // toolRequest answers one tool_request: decode, decide, record, then run,
 // ask, or deny.
 func (b *broker) toolRequest(ctx context.Context, m wire.ToolRequest, reply replyFunc) error {
-	req := request{session: m.Session, id: m.Call, call: wire.DecodeCall(m.Tool, m.Arguments)}
+	req := request{session: m.Session, id: m.Call, call: decodeCall(m)}
 	state, err := b.sessions.get(req.session)
 	if err != nil {
 		return err
@@ -47,6 +48,16 @@ func (b *broker) toolRequest(ctx context.Context, m wire.ToolRequest, reply repl
 	}
 }
 
+// decodeCall is the one decode of a tool_request. An MCP tool has no
+// catalog row: its arguments are spelled canonically here, and DecideMCP
+// makes its Call from the pin once they meet the pinned schema.
+func decodeCall(m wire.ToolRequest) wire.Call {
+	if strings.HasPrefix(m.Tool, wire.McpToolPrefix) {
+		return wire.DecodeCall(m.Tool, canonicalMCPArguments(m.Arguments)) // mcp.go
+	}
+	return wire.DecodeCall(m.Tool, m.Arguments)
+}
+
 // decide runs the policy over the grants as they are on disk now, so that a
 // changed grant takes effect on the next call. The session's taint and
 // untrusted flag come from state, brokerd's own record, never from loopd.
@@ -54,6 +65,9 @@ func (b *broker) decide(req request, state policy.Session) (policy.Decision, err
 	now, err := wire.TimestampOf(b.clock())
 	if err != nil {
 		return policy.Decision{}, err
+	}
+	if strings.HasPrefix(req.call.Name(), wire.McpToolPrefix) {
+		return b.decideMCP(context.Background(), req, state) // mcp.go
 	}
 	r := policy.SessionRequest(state, req.call, now)
 	// Only the session's own handles: another session's names are unknown.
@@ -102,7 +116,12 @@ func (b *broker) execute(ctx context.Context, req request, d policy.Decision, re
 	// What the call was given through handles labels what it returns and
 	// what it writes, as the notes it could read do.
 	in := inputLabel(d)
-	out, err := b.runner.run(ctx, d, b.noteWriter(req, g, in))
+	var out outcome
+	if _, ok := d.Input().Args().(wire.McpArgs); ok {
+		out, err = b.runMCP(ctx, req, d) // mcp.go
+	} else {
+		out, err = b.runner.run(ctx, d, b.noteWriter(req, g, in))
+	}
 	if err != nil {
 		return err
 	}

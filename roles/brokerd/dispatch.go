@@ -46,7 +46,16 @@ func (b *broker) adminKinds() sock.Kinds {
 		"job_list":      oneAnswer(func(wire.JobList, sock.Peer) (wire.JobListResult, error) { return b.jobList() }),
 		"job_show":      oneAnswer(func(m wire.JobShow, _ sock.Peer) (wire.Message, error) { return b.jobShow(m) }),
 		"job_run":       oneAnswer(func(m wire.JobRunNow, p sock.Peer) (wire.Message, error) { return b.jobTrigger(m, approver(p)) }),
+		// The admin loop serves one request at a time on a connection;
+		// an MCP call waits like any call, approval included.
+		"mcp_pin":  b.row(b.mcpAdminRow),
+		"mcp_list": b.row(b.mcpAdminRow),
+		"mcp_call": b.row(b.mcpAdminRow),
 	}
+}
+
+func (b *broker) mcpAdminRow(_ context.Context, _ sock.Peer, m wire.Message, reply replyFunc) error {
+	return b.mcpAdmin(context.Background(), m, reply)
 }
 
 // approver names the owner behind p, for approvals and the audit records

@@ -37,6 +37,14 @@ func subjectOf(args wire.ToolArgs) string {
 		return clipped(a.Prompt)
 	case wire.InspectArgs:
 		return a.Handle + ": " + clipped(a.Question)
+	case wire.McpArgs:
+		// The tool's full name first, then its arguments as data, then
+		// what the server claims of the tool, named as its claim.
+		subject := a.ToolName() + " " + clipped(a.Canonical)
+		if a.Claims != "" {
+			subject += " (the server claims " + a.Claims + "; not checked)"
+		}
+		return subject
 	}
 	return argumentsSubject(args)
 }

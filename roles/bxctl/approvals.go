@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
@@ -39,22 +38,7 @@ func approvalCommands() []*cli.Command {
 
 // callBroker sends one message on the owner's socket to brokerd.
 func callBroker(ctx context.Context, cmd *cli.Command, msg wire.Message) (wire.Message, error) {
-	paths, err := pathsOf(cmd)
-	if err != nil {
-		return nil, err
-	}
-	path, err := sock.PathOf(paths, "bxctl", "brokerd")
-	if err != nil {
-		return nil, err
-	}
-	c, err := sock.Dial(path)
-	if err != nil {
-		return nil, fmt.Errorf("brokerd is not answering at %s (is boxmaker up?): %w", path, err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return c.Call(ctx, msg, nil)
+	return callBrokerFor(ctx, cmd, msg, 30*time.Second) // mcp.go
 }
 
 func listApprovals(ctx context.Context, cmd *cli.Command) error {

@@ -21,6 +21,7 @@ func Commands() []*cli.Command {
 		sessionsCommand(),
 		notesCommand(),
 		handlesCommand(),
+		mcpCommand(),
 		jobsCommand(),
 		installCommand(),
 		auditCommand(),

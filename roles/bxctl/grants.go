@@ -61,6 +61,7 @@ func checkGrants(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	out := cmd.Root().Writer
+	bad = append(bad, mcpChecks(cmd, dir, grants)...) // grantsmcp.go
 	errs := slices.Concat(bad, jobs.bad, jobs.dangling, jobs.delivery)
 	if cmd.Bool("json") {
 		if err := printJSON(out, grantsJSON(errs, grants)); err != nil {
@@ -107,7 +108,7 @@ func writeGrantTable(out io.Writer, grants []policy.Grant) {
 			jobs = strings.Join(ids, ",")
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\t%s\t%s\n", g.ID(), g.Tool(), g.Mode(), g.MaxTaint(),
-			resultText(g), g.Untrusted(), whenUntrusted, expires, constraintText(g.Constraints()), jobs)
+			resultText(g), g.Untrusted(), whenUntrusted, expires, grantConstraintText(g), jobs)
 	}
 	tw.Flush()
 }
@@ -165,7 +166,7 @@ func explainGrant(_ context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(cmd.Root().ErrWriter, "ignored, as brokerd would: %v\n", e)
 	}
 	// Grants with jobs apply only in runs of those jobs (DESIGN.md section 13).
-	d, err := policy.Decide(policy.GrantsForJob(grants, cmd.String("job")), req)
+	d, err := decideForExplain(cmd, dir, policy.GrantsForJob(grants, cmd.String("job")), req)
 	if err != nil {
 		return err
 	}
@@ -186,6 +187,10 @@ func explainRequest(cmd *cli.Command) (policy.Request, error) {
 		return policy.Request{}, usagef("--at: %v", err)
 	}
 	tool := cmd.Args().Get(0)
+	if strings.HasPrefix(tool, wire.McpToolPrefix) {
+		// An MCP tool's descriptor is its pin, which explain reads (grantsmcp.go).
+		return policy.Request{Tool: tool, Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
+	}
 	call := wire.DecodeCall(tool, cmd.Args().Get(1))
 	if _, ok := call.Tool(); !ok {
 		// brokerd would deny it (no_grant), but a name that is no tool is

@@ -31,6 +31,9 @@ func runAction(ctx context.Context, cmd *cli.Command) error {
 		return roles.Usagef("toolkit: name exactly one TOOL")
 	}
 	tool := cmd.Args().First()
+	if tool == toolrun.MCPTool {
+		return runMCP(ctx, cmd) // an MCP instance (mcp.go): frames, not one job
+	}
 	if _, ok := wire.ToolByName(tool); !ok {
 		return roles.Usagef("toolkit: no tool named %q", tool)
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	Handles Handles  `toml:"handles"`
 	Inspect Inspect  `toml:"inspect"`
 	Gateway *Gateway `toml:"gateway"` // gatewayd runs only when this table is present
+	// MCP is [mcp] and its [mcp.NAME] servers, read from MCPTable (as go-toml decoded it) by
+	// finish: the table mixes keys and per-server tables (mcp.go).
+	MCP      MCP            `toml:"-"`
+	MCPTable map[string]any `toml:"mcp"`
 }
 
 // ScriptedUpstream is the upstream `boxmaker up --scripted-model` (or
@@ -115,6 +119,7 @@ func Defaults() Config {
 		Audit:   DefaultAudit(),
 		Handles: DefaultHandles(),
 		Inspect: DefaultInspect(),
+		MCP:     DefaultMCP(),
 	}
 }
 
@@ -161,6 +166,13 @@ func (c *Config) finish() error {
 	}
 	if err := (toolrun.System{Paths: c.Sandbox.SystemPaths, ShellPath: c.Sandbox.ShellPath}).Check(); err != nil {
 		return fmt.Errorf("[sandbox] system_paths and shell_path: %w", err)
+	}
+	if c.MCPTable != nil {
+		m, err := parseMCP(c.MCPTable, c.Sandbox.SystemPaths)
+		if err != nil {
+			return err
+		}
+		c.MCP = m
 	}
 	for _, check := range []struct {
 		ok  bool

@@ -25,6 +25,13 @@ func configKeys() []string {
 		if t.Kind() == reflect.Pointer {
 			t = t.Elem()
 		}
+		if name == "-" {
+			continue
+		}
+		if t.Kind() == reflect.Map {
+			// [mcp] is decoded by hand (mcp.go); MCP's tags name its own keys.
+			t = reflect.TypeFor[MCP]()
+		}
 		for j := range t.NumField() {
 			if key, _, _ := strings.Cut(t.Field(j).Tag.Get("toml"), ","); key != "" && key != "-" {
 				keys = append(keys, name+"."+key)

@@ -1,0 +1,104 @@
+package policy
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"boxmaker/wire"
+)
+
+// DecideMCP decides a call of an MCP tool (DESIGN.md section 16): the steps
+// of Decide, over the MCP grants for the tool, with the pin first. pin is
+// the tool as pinned, or nil when it was never pinned or brokerd last saw
+// a live definition that differs from its pin: then the call is denied
+// unpinned_tool and never reaches the server. Arguments that do not meet
+// the pinned input schema match no grant.
+func DecideMCP(grants []Grant, req Request, pin *PinnedTool) (Decision, error) {
+	if !req.Taint.Valid() {
+		return Decision{}, fmt.Errorf("policy: session taint %v is not a data class", req.Taint)
+	}
+	asked := req.Call
+	if asked.IsZero() {
+		asked = wire.DecodeCall(req.Tool, req.Arguments) // no catalog row: kept as sent
+	}
+	name, arguments := asked.Name(), asked.Arguments()
+	d := Decision{call: asked, input: asked, taint: req.Taint, untrusted: req.Untrusted, at: req.Now}
+	server, tool, ok := wire.SplitMcpName(name)
+	switch {
+	case !ok:
+		return d.deny(wire.NoGrant, Grant{}, 1, fmt.Sprintf("%s is not an MCP tool name (mcp__NAME__TOOL)", nameText(name))), nil
+	case pin == nil || pin.Name != tool:
+		return d.deny(wire.UnpinnedTool, Grant{}, 1, "the tool was never pinned, or its live definition differs from its pin: `boxmaker mcp diff` shows it"), nil
+	}
+	if err := pin.ValidateArguments(arguments); err != nil {
+		d.note(1, "", clip(err.Error())+"; arguments that do not meet the pinned input schema match no grant")
+		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil
+	}
+	var args any
+	_ = json.Unmarshal([]byte(arguments), &args) // ValidateArguments parsed it
+	d.call = wire.McpArgs{Server: server, Tool: tool, Canonical: arguments, Claims: pin.Claims()}.Call()
+	d.input = d.call
+	candidates := d.mcpCandidates(grants, server, tool, args)
+	if len(candidates) == 0 {
+		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil
+	}
+	// Steps 2 to 5 are Decide's, word for word.
+	for _, g := range candidates {
+		if g.mode == Deny && !g.ExpiredAt(req.Now) {
+			return d.deny(wire.DeniedByGrant, g, 2, "an unexpired deny grant matches; it wins"), nil
+		}
+	}
+	d.note(2, "", "no unexpired deny grant matches")
+	live, expired := d.dropExpired(candidates)
+	if len(live) == 0 {
+		return d.deny(wire.GrantExpired, expired[0], 3, "every candidate has expired; this is the lowest id"), nil
+	}
+	fit := d.dropTainted(live)
+	if len(fit) == 0 {
+		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant"), nil
+	}
+	left := d.applyUntrusted(d.untrusted, fit)
+	if len(left) == 0 {
+		return d.deny(wire.UntrustedSession, choose(fit), 4, `the session is untrusted and every candidate left says when_untrusted = "deny"; step 5 would have chosen this grant`), nil
+	}
+	return d.choose(left), nil
+}
+
+// mcpCandidates is step 1: the MCP grants for the tool (by name or by the
+// server's wildcard) each of whose argument constraints holds, by id.
+func (d *Decision) mcpCandidates(grants []Grant, server wire.McpServer, tool wire.McpToolName, args any) []Grant {
+	var mine []Grant
+	for _, g := range grants {
+		if g.mcp != nil && g.mcp.covers(server, tool) {
+			mine = append(mine, g)
+		}
+	}
+	sortByID(mine)
+	var out []Grant
+	for _, g := range mine {
+		if ok, why := g.mcp.match(args); ok {
+			out = append(out, g)
+			d.note(1, g.id, "candidate: "+why)
+		} else {
+			d.note(1, g.id, "not a candidate: "+why)
+		}
+	}
+	return out
+}
+
+// match checks every pointer constraint: present, a string, and matching.
+func (m *mcpGrant) match(args any) (bool, string) {
+	if len(m.args) == 0 {
+		return true, "it constrains no argument"
+	}
+	for _, pc := range m.args {
+		v, ok := pointerValue(args, pc.tokens)
+		if !ok {
+			return false, fmt.Sprintf("argument %s is absent or not a string", pc.pointer)
+		}
+		if ok, why := pc.m.match(newSubject(v)); !ok {
+			return false, fmt.Sprintf("argument %s: %s", pc.pointer, why)
+		}
+	}
+	return true, "every constrained argument matches"
+}
