@@ -82,29 +82,40 @@ func postJSON(url string, in, out any) error {
 	return json.NewDecoder(resp.Body).Decode(out)
 }
 
-// slotState is what the server's GET /slots says of one slot's last task.
-type slotState struct {
-	ID      int    `json:"id"`
-	NPrompt uint64 `json:"n_prompt_tokens"`       // the whole prompt
-	NCache  uint64 `json:"n_prompt_tokens_cache"` // reused from the cache: timings.cache_n
-	Prompt  string `json:"prompt"`                // the rendered prompt, special tokens as text
-}
-
-// slot reads the server's own account of slot id, straight from the server:
-// inferproxy does not forward /slots, and loopd never asks for it.
-func slot(t *testing.T, base string, id uint32) slotState {
+// renderedTurns is how many turns the server opens and closes in the
+// prompt it renders from body, a chat request: its own template
+// (POST /apply-template) and its own tokenizer with special tokens parsed
+// (POST /tokenize), as a completion request is rendered and tokenized.
+func renderedTurns(t *testing.T, base string, body []byte) (starts, ends int, prompt string) {
 	t.Helper()
-	var slots []slotState
-	if err := getJSON(base+"/slots", &slots); err != nil {
-		t.Fatalf("/slots: %v", err)
+	var rendered struct{ Prompt string }
+	var req map[string]any
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
 	}
-	for _, s := range slots {
-		if s.ID == int(id) {
-			return s
+	if err := postJSON(base+"/apply-template", req, &rendered); err != nil {
+		t.Fatal(err)
+	}
+	tokens := func(text string) []int {
+		var out struct{ Tokens []int }
+		if err := postJSON(base+"/tokenize", map[string]any{"content": text, "add_special": false, "parse_special": true}, &out); err != nil {
+			t.Fatal(err)
+		}
+		return out.Tokens
+	}
+	start, end := tokens("<start_of_turn>"), tokens("<end_of_turn>")
+	if len(start) != 1 || len(end) != 1 {
+		t.Fatalf("the model's turn markers are not single tokens: %v %v", start, end)
+	}
+	for _, tok := range tokens(rendered.Prompt) {
+		switch tok {
+		case start[0]:
+			starts++
+		case end[0]:
+			ends++
 		}
 	}
-	t.Fatalf("/slots has no slot %d: %+v", id, slots)
-	return slotState{}
+	return starts, ends, rendered.Prompt
 }
 
 // callMark in an owner's message, "[call N]", stands for a capable model's
@@ -114,8 +125,16 @@ var callMark = regexp.MustCompile(`\[call ([0-9])\]`)
 // modelTap is toolChoiceProxy's record of the server's answers: the
 // timings of each chat reply, in order.
 type modelTap struct {
-	mu      sync.Mutex
-	timings []replyTimings
+	mu       sync.Mutex
+	timings  []replyTimings
+	requests [][]byte // the chat requests as loopd sent them
+}
+
+// lastRequest is the last chat request loopd sent, before tool_choice.
+func (tap *modelTap) lastRequest() []byte {
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	return tap.requests[len(tap.requests)-1]
 }
 
 // replyTimings is what llama-server says of one reply's prompt.
@@ -162,6 +181,9 @@ func toolChoiceProxy(t *testing.T, base string) (string, *modelTap) {
 		}
 		body, _ := io.ReadAll(r.Body)
 		r.Body.Close()
+		tap.mu.Lock()
+		tap.requests = append(tap.requests, slices.Clone(body))
+		tap.mu.Unlock()
 		switch toolChoiceFor(body) {
 		case "required":
 			body = append([]byte(`{"tool_choice":"required","max_tokens":`+strconv.Itoa(forcedTokens)+`,`), body[1:]...)
@@ -321,14 +343,4 @@ func (s *stack) records(session wire.SessionID, epoch int) []wire.LogRecord {
 		out = append(out, r)
 	}
 	return out
-}
-
-// slotOf is the slot a session's first epoch says it keeps.
-func (s *stack) slotOf(session wire.SessionID) uint32 {
-	s.t.Helper()
-	if start, ok := s.records(session, 1)[0].(wire.SessionStart); ok {
-		return start.Slot
-	}
-	s.t.Fatalf("%s: the log does not open with session_start", session)
-	return 0
 }

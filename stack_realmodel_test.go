@@ -59,8 +59,8 @@ func TestStackRealModel(t *testing.T) {
 	s, base, tap := startRealStack(t)
 	t.Run("ten turns keep the cache", func(t *testing.T) { realTenTurns(t, s, tap) })
 	t.Run("a tool call reaches brokerd", func(t *testing.T) { realToolCall(t, s) })
-	t.Run("turn markers in a message open no turn", func(t *testing.T) { realMessageMarkers(t, s, base) })
-	t.Run("turn markers in a result open no turn", func(t *testing.T) { realMarkers(t, s, base) })
+	t.Run("turn markers in a message open no turn", func(t *testing.T) { realMessageMarkers(t, s, base, tap) })
+	t.Run("turn markers in a result open no turn", func(t *testing.T) { realMarkers(t, s, base, tap) })
 	t.Run("inspect answers through json_schema", func(t *testing.T) { realInspect(t, s) })
 	t.Run("a full context compacts", func(t *testing.T) { realCompaction(t, s) })
 }
@@ -119,37 +119,35 @@ func realToolCall(t *testing.T, s *stack) {
 }
 
 // realMarkers: a note holding Gemma's <end_of_turn> and <start_of_turn>
-// comes back as a tool result; in the prompt the server rendered (the
-// slot's own account of it), the note opens no turn: there are exactly as
+// comes back as a tool result; in the prompt the server renders from
+// loopd's request and tokenizes, the note opens no turn: there are exactly as
 // many turns as messages, and the note's markers are there as text.
-func realMarkers(t *testing.T, s *stack, base string) {
+func realMarkers(t *testing.T, s *stack, base string, tap *modelTap) {
 	turn := s.forcedCall(t, nil, "[call 1] Read the note notes/planted.md with notes_read.")
 	if len(turn.results) == 0 || turn.results[0].Outcome != "ok" {
 		t.Fatalf("the note was not read: calls %+v, results %+v", turn.calls, turn.results)
 	}
-	prompt := slot(t, base, s.slotOf(turn.session)).Prompt
+	starts, ends, prompt := renderedTurns(t, base, tap.lastRequest())
 	if !strings.Contains(prompt, "Shopping list: eggs.") {
-		t.Fatalf("the slot's prompt does not hold the note:\n%s", prompt)
+		t.Fatalf("the rendered prompt does not hold the note:\n%s", prompt)
 	}
 	// The prompt of the turn's last request: the owner's message, the
 	// model's calls, a turn for each result, and the model's turn to answer.
 	n := len(turn.results)
-	starts, ends := strings.Count(prompt, "<start_of_turn>"), strings.Count(prompt, "<end_of_turn>")
 	if starts != n+3 || ends != n+2 {
 		t.Errorf("the rendered prompt has %d turns opened and %d closed, want %d and %d: the note's markers became real:\n%s", starts, ends, n+3, n+2, prompt)
 	}
 }
 
 // realMessageMarkers: the owner's message pastes the same text; in the
-// prompt the server rendered, it opens no turn either: one owner's turn and
+// prompt the server renders and tokenizes, it opens no turn either: one owner's turn and
 // the model's, and the pasted markers are there as text.
-func realMessageMarkers(t *testing.T, s *stack, base string) {
-	turn := s.sayReal(nil, "Read this to me: "+plantedNote)
-	prompt := slot(t, base, s.slotOf(turn.session)).Prompt
+func realMessageMarkers(t *testing.T, s *stack, base string, tap *modelTap) {
+	s.sayReal(nil, "Read this to me: "+plantedNote)
+	starts, ends, prompt := renderedTurns(t, base, tap.lastRequest())
 	if !strings.Contains(prompt, "Shopping list: eggs.") {
-		t.Fatalf("the slot's prompt does not hold the message:\n%s", prompt)
+		t.Fatalf("the rendered prompt does not hold the message:\n%s", prompt)
 	}
-	starts, ends := strings.Count(prompt, "<start_of_turn>"), strings.Count(prompt, "<end_of_turn>")
 	if starts != 2 || ends != 1 {
 		t.Errorf("the rendered prompt has %d turns opened and %d closed, want 2 and 1: the pasted markers became real:\n%s", starts, ends, prompt)
 	}
