@@ -12,6 +12,7 @@ import (
 	"boxmaker/roles/egressd"
 	"boxmaker/roles/gatewayd"
 	"boxmaker/roles/inferproxy"
+	"boxmaker/roles/inspectd"
 	"boxmaker/roles/loopd"
 	"boxmaker/roles/toolkit"
 	"boxmaker/roles/witnessd"
@@ -27,6 +28,7 @@ func program() roles.Program {
 		Roles: []roles.Role{
 			{Name: "egressd", Command: egressd.Command},
 			{Name: "inferproxy", Command: inferproxy.Command},
+			{Name: "inspectd", Command: inspectd.Command},
 			{Name: "gatewayd", Command: gatewayd.Command},
 			{Name: "witnessd", Command: witnessd.Command},
 			{Name: "brokerd", Command: brokerd.Command},

@@ -298,7 +298,7 @@ func TestStackPrivilegeSeparation(t *testing.T) {
 	require.Root(t, "privilege separation needs up to run as root")
 	s := startStack(t, nil)
 	os.WriteFile(filepath.Join(s.home, "etc", "secrets", "consult-key"), []byte("sk-secret\n"), 0o640)
-	for role, user := range map[string]string{"egressd": "boxmaker-egress", "inferproxy": "boxmaker-infer", "brokerd": "boxmaker-broker", "loopd": "boxmaker-loop"} {
+	for role, user := range map[string]string{"egressd": "boxmaker-egress", "inferproxy": "boxmaker-infer", "inspectd": "boxmaker-inspect", "brokerd": "boxmaker-broker", "loopd": "boxmaker-loop"} {
 		if got := uidName(t, s.pidOf(role)); got != user {
 			t.Errorf("%s runs as %s, want %s", role, got, user)
 		}
@@ -315,6 +315,10 @@ func TestStackPrivilegeSeparation(t *testing.T) {
 		{"boxmaker-egress", "reach brokerd's socket directory", "ls " + filepath.Join(run, "loopd-brokerd")},
 		{"boxmaker-gateway", "reach brokerd's socket directory", "ls " + filepath.Join(run, "loopd-brokerd")},
 		{"boxmaker-loop", "read brokerd's session state", "ls " + filepath.Join(s.home, "broker")},
+		// The quarantined inspect requests hold handles' content: neither
+		// loopd's user nor inferproxy's reaches them (issue 23).
+		{"boxmaker-infer", "reach inspectd's socket directory", "ls " + filepath.Join(run, "brokerd-inspectd")},
+		{"boxmaker-loop", "reach inspectd's socket directory", "ls " + filepath.Join(run, "brokerd-inspectd")},
 	} {
 		cmd := exec.Command("su", "-s", "/bin/sh", c.user, "-c", c.script)
 		if out, err := cmd.CombinedOutput(); err == nil {

@@ -68,7 +68,7 @@ func TestStackWitnessKeepsCheckpointsBrokerdCannotWrite(t *testing.T) {
 	}
 }
 
-func verifierOf(t *testing.T, path string) note.Verifier {
+func verifierOf(t *testing.T, path string) note.Verifiers {
 	t.Helper()
 	v, err := audit.ReadVerifierKey(path)
 	if err != nil || v == nil {
@@ -96,7 +96,11 @@ func TestStackWitnessPostsTheHourToTheOwner(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(etc, "secrets", "mattermost-bot"), []byte(token+"\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		seedWitness(t, filepath.Join(h, "witness"), audit.OriginOf(h))
+		origin, err := audit.LoadOrigin(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seedWitness(t, filepath.Join(h, "witness"), origin)
 	})
 	dm := mm.DirectChannel(bot.ID, alice.ID)
 	deadline := time.Now().Add(60 * time.Second)
@@ -118,13 +122,13 @@ func TestStackWitnessPostsTheHourToTheOwner(t *testing.T) {
 // the key that signed it as the one the witness trusts.
 func seedWitness(t *testing.T, dir, origin string) {
 	t.Helper()
-	skey, vkey, err := note.GenerateKey(nil, "boxmaker-audit")
+	skey, vkey, err := note.GenerateKey(nil, origin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	signer, _ := note.NewSigner(skey)
 	ts, _ := wire.ParseTimestamp("2026-01-02T03:04:05.000Z")
-	line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: origin, Seq: 7, Hash: wire.Hash32{7}, Time: ts,
+	_, line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: origin, Seq: 7, Root: wire.Hash32{7}, Hash: wire.Hash32{7}, Time: ts,
 		End: audit.Position{File: "2026-01-02.jsonl", Offset: 700, Line: 7}}, signer)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 const checkpointFixtures = "../fixtures/audit/checkpoints"
 
 // fixtureKeys returns the fixtures' signer and verifier.
-func fixtureKeys(t testing.TB) (note.Signer, note.Verifier) {
+func fixtureKeys(t testing.TB) (note.Signer, note.Verifiers) {
 	t.Helper()
 	read := func(name string) string {
 		b, err := os.ReadFile(filepath.Join(checkpointFixtures, name))
@@ -31,7 +31,7 @@ func fixtureKeys(t testing.TB) (note.Signer, note.Verifier) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, v
+	return s, note.VerifierList(v)
 }
 
 // TestCheckpointFixtureIsASignedNote checks the fixture with x/mod's own
@@ -52,7 +52,7 @@ func TestCheckpointFixtureIsASignedNote(t *testing.T) {
 		if err := json.Unmarshal(line, &msg); err != nil {
 			t.Fatal(err)
 		}
-		n, err := note.Open([]byte(msg), note.VerifierList(v))
+		n, err := note.Open([]byte(msg), v)
 		if err != nil {
 			t.Fatalf("line %d: note.Open: %v", i+1, err)
 		}
@@ -81,9 +81,9 @@ func TestCheckpointFixtureMatchesChain(t *testing.T) {
 
 func TestSignedCheckpointRoundTrips(t *testing.T) {
 	s, v := fixtureKeys(t)
-	cp := Checkpoint{Origin: "boxmaker audit /x", Seq: 9, Hash: hashOf([]byte("x")), Time: mustTime(t, "2026-12-01T10:00:00.000Z"),
+	cp := Checkpoint{Origin: "x/boxmaker-audit", Seq: 9, Hash: hashOf([]byte("x")), Time: mustTime(t, "2026-12-01T10:00:00.000Z"),
 		End: Position{File: "2026-12-01.jsonl", Offset: 1234, Line: 9}}
-	line, err := SignCheckpoint(cp, s)
+	msg, line, err := SignCheckpoint(cp, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestSignedCheckpointRoundTrips(t *testing.T) {
 		t.Fatalf("ReadCheckpoints = %+v, %v; want %+v", cps, err, cp)
 	}
 	got := cps[0]
-	if line, _ := CheckpointLine(got.Note()); string(line) != string(signedLine(t, cp, s)) {
+	if got.Note() != string(msg) {
 		t.Errorf("Note() = %q, want the note as signed", got.Note())
 	}
 	if got.note = ""; got != cp {
@@ -102,21 +102,12 @@ func TestSignedCheckpointRoundTrips(t *testing.T) {
 	}
 }
 
-func signedLine(t *testing.T, cp Checkpoint, s note.Signer) []byte {
-	t.Helper()
-	line, err := SignCheckpoint(cp, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return line
-}
-
 func TestReadCheckpointsRefuses(t *testing.T) {
 	s, v := fixtureKeys(t)
 	other, _ := testKeys(t)
 	at := mustTime(t, "2026-12-01T10:00:00.000Z")
 	sign := func(signer note.Signer, seq uint64, hash string) string {
-		line, err := SignCheckpoint(Checkpoint{Origin: "o", Seq: seq, Hash: hashOf([]byte(hash)), Time: at, End: Position{File: "2026-12-01.jsonl"}}, signer)
+		_, line, err := SignCheckpoint(Checkpoint{Origin: "o", Seq: seq, Hash: hashOf([]byte(hash)), Time: at, End: Position{File: "2026-12-01.jsonl"}}, signer)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -146,7 +137,7 @@ func writeFile(t testing.TB, dir, name, text string) {
 }
 
 // testKeys makes a fresh key pair.
-func testKeys(t testing.TB) (note.Signer, note.Verifier) {
+func testKeys(t testing.TB) (note.Signer, note.Verifiers) {
 	t.Helper()
 	skey, vkey, err := note.GenerateKey(nil, "boxmaker-audit-test")
 	if err != nil {
@@ -160,5 +151,5 @@ func testKeys(t testing.TB) (note.Signer, note.Verifier) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s, v
+	return s, note.VerifierList(v)
 }

@@ -13,10 +13,13 @@ import (
 	"golang.org/x/mod/sumdb/note"
 )
 
-// CheckpointConfig makes a Writer sign checkpoints of its chain's head.
+// CheckpointConfig makes a Writer sign checkpoints of its Merkle tree (the
+// tree of the records up to the head, checkpoint.go).
 type CheckpointConfig struct {
-	Signer   note.Signer
-	Verifier note.Verifier // the signer's, to read back what it signed
+	Signer note.Signer
+	// Verifier checks what the signer signed, and the Legacy checkpoints
+	// of an older key, when there are any.
+	Verifier note.Verifiers
 	Origin   string        // the first line of every checkpoint
 	Records  uint64        // a checkpoint after this many new records
 	Interval time.Duration // or after this long with new records
@@ -34,8 +37,9 @@ type CheckpointConfig struct {
 // instead of from the first record, refusing a log shorter than it or
 // different from it, and makes the Writer sign a checkpoint after every
 // Records records or Interval with new records, at Open when the head is past
-// the newest checkpoint (a log older than the key is thus verified once in
-// full and then checkpointed), and at Close.
+// the newest checkpoint or the newest is a Legacy one (a log older than the
+// key, or than the tree, is thus verified once in full, its tree built, and
+// then checkpointed), and at Close.
 func WithCheckpoints(c CheckpointConfig) Option {
 	return func(w *Writer) { w.cp = &checkpointer{cfg: c} }
 }
@@ -179,26 +183,28 @@ func (w *Writer) checkpointDue() {
 	}
 }
 
-// checkpoint signs the durable head, if it is past the last checkpoint, and
-// appends it to checkpoints.jsonl and the mirror, each fsynced. Only the
-// checkpoint goroutine, or Open and Close when it is not running, call it.
+// checkpoint signs the durable head, if it is past the last checkpoint (or
+// the last is a Legacy one: the first checkpoint of the tree's form), and
+// appends it to checkpoints.jsonl and the mirror, each fsynced, after the
+// tree's hashes up to it. Only the checkpoint goroutine, or Open and Close
+// when it is not running, call it.
 func (w *Writer) checkpoint() error {
 	w.mu.Lock()
 	head, end, last := w.durable, w.durableEnd, w.cp.last
 	w.mu.Unlock()
-	if head.Seq <= last.Seq {
+	if head.Seq == 0 || head.Seq < last.Seq || head.Seq == last.Seq && !last.Legacy {
 		return nil
 	}
 	ts, err := wire.TimestampOf(w.clock())
 	if err != nil {
 		return fmt.Errorf("audit: clock: %w", err)
 	}
-	cp := Checkpoint{Origin: w.cp.cfg.Origin, Seq: head.Seq, Hash: head.Hash, Time: ts, End: end}
-	msg, err := signNote(cp, w.cp.cfg.Signer)
+	root, err := w.tree.sync(int64(head.Seq))
 	if err != nil {
 		return err
 	}
-	line, err := CheckpointLine(string(msg))
+	cp := Checkpoint{Origin: w.cp.cfg.Origin, Seq: head.Seq, Root: wire.Hash32(root), Hash: head.Hash, Time: ts, End: end}
+	msg, line, err := SignCheckpoint(cp, w.cp.cfg.Signer)
 	if err != nil {
 		return err
 	}
@@ -211,6 +217,7 @@ func (w *Writer) checkpoint() error {
 	if err := writeMirror(w.cp.cfg.Mirror, line); err != nil {
 		return err
 	}
+	cp.note = string(msg)
 	w.mu.Lock()
 	w.cp.last = cp
 	w.mu.Unlock()

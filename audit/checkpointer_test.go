@@ -20,7 +20,7 @@ type checkpointed struct {
 
 func newCheckpointed(t *testing.T, records uint64) *checkpointed {
 	s, v := testKeys(t)
-	return &checkpointed{dir: t.TempDir(), cfg: CheckpointConfig{Signer: s, Verifier: v, Origin: "boxmaker audit test",
+	return &checkpointed{dir: t.TempDir(), cfg: CheckpointConfig{Signer: s, Verifier: v, Origin: "test/boxmaker-audit",
 		Records: records, Interval: time.Hour, Mirror: filepath.Join(t.TempDir(), "checkpoint.last")}}
 }
 

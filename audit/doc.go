@@ -3,8 +3,10 @@
 // It holds the writer (the only code that appends), the recovery it runs when
 // it opens a log whose last write was torn, the verifier behind
 // `boxmaker audit verify`, and the readers behind `audit head` and `audit tail`;
-// the signed checkpoints of the chain's head (checkpoint.go), and the reader
-// of the witness's copy of them (witness.go), which witnessd writes.
+// the RFC 6962 Merkle tree over the records (tree.go, kept with x/mod's
+// tlog), its C2SP signed checkpoints (checkpoint.go), inclusion and
+// consistency proofs (prove.go), C2SP cosignatures (cosign.go), and the
+// reader of the witness's copy of them (witness.go), which witnessd writes.
 //
 // The chain: every line is one wire.AuditEntry in wire's canonical bytes; the
 // hash of a record is SHA-256 over its stored line without the newline; prev
@@ -24,6 +26,11 @@
 //     with bounded memory whatever the log's size.
 //   - Only one Writer per directory (an flock on its .lock file), and the
 //     Writer never appends to a log that does not verify.
+//   - The tree's leaf of record N is the bytes the chain hashes; a checkpoint
+//     is signed only after the tree's hashes up to it are fsynced, and
+//     never one inconsistent with an earlier one. The tree file is derived:
+//     Open rebuilds what the log and the newest checkpoint's root do not
+//     vouch for, and says so; no proof is printed before it is checked.
 //
 // audit imports no boxmaker package but wire.
 package audit

@@ -31,6 +31,9 @@ type VerifyError struct {
 }
 
 func (e *VerifyError) Error() string {
+	if e.File == "" {
+		return fmt.Sprintf("audit: %v", e.Err)
+	}
 	if e.Line == 0 {
 		return fmt.Sprintf("audit: %s: %v", e.File, e.Err)
 	}

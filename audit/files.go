@@ -31,12 +31,12 @@ func listDayFiles(dir string) ([]dayFile, error) {
 	}
 	var files []dayFile
 	for _, e := range entries {
-		if (e.Name() == lockName || e.Name() == CheckpointsName || e.Name() == VerifierKeyName) && e.Type().IsRegular() {
+		if (e.Name() == lockName || e.Name() == CheckpointsName || e.Name() == VerifierKeyName || e.Name() == TreeName) && e.Type().IsRegular() {
 			continue
 		}
 		day, ok := parseDayName(e.Name())
 		if !ok {
-			return nil, &VerifyError{File: e.Name(), Err: errors.New("unexpected file: the log holds only YYYY-MM-DD.jsonl files, .lock, " + CheckpointsName + " and " + VerifierKeyName)}
+			return nil, &VerifyError{File: e.Name(), Err: errors.New("unexpected file: the log holds only YYYY-MM-DD.jsonl files, .lock, " + CheckpointsName + ", " + VerifierKeyName + " and " + TreeName)}
 		}
 		if !e.Type().IsRegular() {
 			return nil, &VerifyError{File: e.Name(), Err: errors.New("not a regular file")}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // Verifying reads, parses and hashes every byte of the log, which one core
@@ -43,7 +45,8 @@ type parsedLine struct {
 	long       bool
 	e          entry
 	perr       error
-	sum        [32]byte // set when perr is nil
+	sum        [32]byte  // set when perr is nil
+	leaf       tlog.Hash // the line's leaf hash, when the pipeline computes them
 }
 
 // pipeline carries chunks from the reader through the workers to the
@@ -51,6 +54,7 @@ type parsedLine struct {
 type pipeline struct {
 	target  int   // chunkBytes, smaller in tests
 	from    int64 // where reading starts in the first file
+	leaves  bool  // the workers compute each line's leaf hash too
 	ordered chan *chunk
 	work    chan *chunk
 	free    chan *chunk // checked chunks, whose buffers are reused
@@ -61,7 +65,7 @@ type pipeline struct {
 // startPipeline starts reading files of dir with workers parsing; workers
 // is GOMAXPROCS when zero; reading starts at offset from in the first file.
 // The caller takes chunks from ordered and must call finish.
-func startPipeline(dir string, files []dayFile, from int64, target, workers int) *pipeline {
+func startPipeline(dir string, files []dayFile, from int64, target, workers int, leaves bool) *pipeline {
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
@@ -69,6 +73,7 @@ func startPipeline(dir string, files []dayFile, from int64, target, workers int)
 	p := &pipeline{
 		target:  target,
 		from:    from,
+		leaves:  leaves,
 		ordered: make(chan *chunk, inFlight),
 		work:    make(chan *chunk, inFlight+1),
 		free:    make(chan *chunk, inFlight+2),
@@ -108,6 +113,9 @@ func (p *pipeline) parse() {
 			b := c.data[l.start:l.end]
 			if l.e, l.perr = parseEntry(b); l.perr == nil {
 				l.sum = sha256.Sum256(b)
+				if p.leaves {
+					l.leaf = tlog.RecordHash(b)
+				}
 			}
 		}
 		close(c.parsed)

@@ -29,7 +29,7 @@ const RebaseSession = "audit-rebase"
 type RebaseArgs struct {
 	Reason string `json:"reason"`
 	Seq    uint64 `json:"checkpoint_seq"`  // the old chain's last checkpoint; 0: none
-	Hash   string `json:"checkpoint_hash"` // its hash, hex; "" with none
+	Hash   string `json:"checkpoint_hash"` // its root (a Legacy one's chain hash), hex; "" with none
 	Time   string `json:"checkpoint_time"`
 	// Witnessed says the checkpoint named is the witness's, newer than
 	// any of brokerd's that were left.
@@ -40,9 +40,9 @@ type RebaseArgs struct {
 
 // RebaseConfig says what Rebase gives up and why.
 type RebaseConfig struct {
-	Dir      string        // the audit directory
-	Mirror   string        // brokerd's copy of the newest checkpoint (broker/checkpoint.last); may be missing
-	Verifier note.Verifier // checks the checkpoints; nil when none can exist
+	Dir      string         // the audit directory
+	Mirror   string         // brokerd's copy of the newest checkpoint (broker/checkpoint.last); may be missing
+	Verifier note.Verifiers // checks the checkpoints; nil when none can exist
 	// Witnessed is the witness's newest checkpoint, nil when it holds none:
 	// the record names it when it is newer than brokerd's (whose
 	// checkpoints an intruder with brokerd's uid can cut off).
@@ -95,7 +95,7 @@ func Rebase(cfg RebaseConfig) (string, wire.AuditRecord, error) {
 	}
 	if last != nil {
 		ts, _ := last.Time.MarshalText()
-		args.Seq, args.Hash, args.Time = last.Seq, last.Hash.String(), string(ts)
+		args.Seq, args.Hash, args.Time = last.Seq, last.ID().String(), string(ts)
 	}
 	fresh := dir + ".new-" + stamp
 	if err := os.Mkdir(fresh, st.Mode().Perm()); err != nil {
@@ -134,7 +134,7 @@ func Rebase(cfg RebaseConfig) (string, wire.AuditRecord, error) {
 }
 
 // newestCheckpoint is the newest of dir's checkpoints and the mirror's.
-func newestCheckpoint(dir, mirror string, v note.Verifier) (*Checkpoint, error) {
+func newestCheckpoint(dir, mirror string, v note.Verifiers) (*Checkpoint, error) {
 	if v == nil {
 		return nil, nil
 	}

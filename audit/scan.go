@@ -2,11 +2,14 @@ package audit
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"hash"
 
 	"boxmaker/wire"
+
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // chainHead is the last entry the chain accepted; the zero value is the
@@ -45,6 +48,11 @@ type chainScan struct {
 	endLine   int          // the lines of the newest day file
 	startLine int          // the lines of the first file before the scan's start
 	cps       []Checkpoint // checkpoints the chain has yet to reach, oldest first
+	// tree, when set, takes each record as its next leaf (Open); compact,
+	// when set, does for the verifier. Either gives the root that each
+	// checkpoint in cps must have at its size.
+	tree    *treeFile
+	compact *compactTree
 }
 
 // scanDir checks every day file of dir in date order.
@@ -68,7 +76,7 @@ func scanDirWith(dir string, repair bool, target, workers int) (*chainScan, erro
 
 // scan checks files in order, starting at offset from in the first.
 func (s *chainScan) scan(dir string, files []dayFile, from int64, target, workers int) error {
-	p := startPipeline(dir, files, from, target, workers)
+	p := startPipeline(dir, files, from, target, workers, s.tree != nil || s.compact != nil)
 	defer p.finish()
 	if err := s.chunks(p, files); err != nil {
 		return err
@@ -173,7 +181,7 @@ func (s *chainScan) line(pos position, day int64, b []byte, l parsedLine) error 
 	if err := s.check(e, day); err != nil {
 		return &VerifyError{File: pos.file, Line: pos.line, Err: err}
 	}
-	return s.commit(pos, e, l.sum)
+	return s.commit(pos, e, l)
 }
 
 // inRun handles a line that follows a torn line: it is another line that
@@ -194,7 +202,7 @@ func (s *chainScan) inRun(pos position, day int64, b []byte, l parsedLine) error
 	if err := s.check(e, day); err != nil {
 		return pos.errorf("recovery record: %w", err)
 	}
-	if err := s.commit(pos, e, l.sum); err != nil {
+	if err := s.commit(pos, e, l); err != nil {
 		return err
 	}
 	s.torn += s.run.lines
@@ -220,18 +228,70 @@ func (s *chainScan) check(e entry, day int64) error {
 }
 
 // commit moves the chain on to e, after checking it against any checkpoint
-// of its seq.
-func (s *chainScan) commit(pos position, e entry, sum [32]byte) error {
+// of its seq: its chain hash, and the tree's root once e is its last leaf.
+func (s *chainScan) commit(pos position, e entry, l parsedLine) error {
+	if err := s.addLeaf(l.leaf); err != nil {
+		return err
+	}
 	for len(s.cps) > 0 && s.cps[0].Seq <= e.seq {
-		if cp := s.cps[0]; cp.Seq == e.seq && cp.Hash != sum {
-			return pos.errorf("seq %d hashes to %s, but %s says %s: the log was rewritten", e.seq, wire.Hash32(sum), cp.name(), cp.Hash)
+		if cp := s.cps[0]; cp.Seq == e.seq {
+			if err := s.matches(pos, e, l.sum, cp); err != nil {
+				return err
+			}
 		}
 		s.cps = s.cps[1:]
 	}
-	s.head = chainHead{seq: e.seq, hash: sum, time: e.time}
+	s.head = chainHead{seq: e.seq, hash: l.sum, time: e.time}
 	s.records++
 	return nil
 }
+
+func (s *chainScan) addLeaf(leaf tlog.Hash) error {
+	switch {
+	case s.tree != nil:
+		s.tree.mu.Lock()
+		defer s.tree.mu.Unlock()
+		return s.tree.addHash(leaf)
+	case s.compact != nil:
+		s.compact.add(leaf)
+	}
+	return nil
+}
+
+// matches checks the record of cp's seq against cp.
+func (s *chainScan) matches(pos position, e entry, sum [32]byte, cp Checkpoint) error {
+	if cp.Hash != (wire.Hash32{}) && cp.Hash != sum {
+		return pos.errorf("seq %d hashes to %s, but %s says %s: the log was rewritten", e.seq, wire.Hash32(sum), cp.name(), cp.Hash)
+	}
+	if cp.Legacy {
+		return nil
+	}
+	root, err := s.root(e.seq)
+	if err != nil {
+		return err
+	}
+	if root != cp.Root {
+		return pos.errorf("the Merkle tree of the %d records up to here has root %s, but %s says %s: the log was rewritten",
+			e.seq, b64(root[:]), cp.name(), b64(cp.Root[:]))
+	}
+	return nil
+}
+
+// root is the tree's root over the first n records, n the records so far.
+func (s *chainScan) root(n uint64) (wire.Hash32, error) {
+	switch {
+	case s.tree != nil:
+		s.tree.mu.Lock()
+		defer s.tree.mu.Unlock()
+		h, err := tlog.TreeHash(int64(n), hashReader{s.tree})
+		return wire.Hash32(h), err
+	case s.compact != nil:
+		return wire.Hash32(s.compact.root()), nil
+	}
+	return wire.Hash32{}, errors.New("audit: no tree to check a checkpoint's root against")
+}
+
+func b64(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
 
 func (s *chainScan) startRun(pos position, b []byte, why error) {
 	if s.run.h == nil {

@@ -60,9 +60,11 @@ func ReadHead(dir string) (Head, error) {
 }
 
 // lastLines returns up to n complete lines from the end of the file, oldest
-// first, without their newlines.
+// first, without their newlines. Its readers run as root (status, audit
+// head and tail) on brokerd's files: it never follows a link nor waits on
+// a FIFO put in a day file's place.
 func lastLines(path string, n int) ([]string, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}

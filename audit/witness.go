@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+
+	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
 )
@@ -27,16 +28,6 @@ import (
 // WitnessKeyName is the file in the witness's directory that holds the
 // verifier key the witness trusts, note.NewVerifier's form, one line.
 const WitnessKeyName = "key.pub"
-
-// CheckpointLine is note as one line of a checkpoints.jsonl: the note's
-// text as a JSON string, then a newline.
-func CheckpointLine(msg string) ([]byte, error) {
-	line, err := json.Marshal(msg)
-	if err != nil {
-		return nil, fmt.Errorf("audit: %w", err)
-	}
-	return append(line, '\n'), nil
-}
 
 // openRegular opens a file for reading that a role could have replaced
 // with a link or a FIFO: root's readers (audit verify, status) never follow
@@ -63,9 +54,47 @@ func readRegular(path string) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// ReadVerifierKey reads a verifier key file (one line); nil, nil when it
-// does not exist.
-func ReadVerifierKey(path string) (note.Verifier, error) {
+// ReadVerifierKey reads a verifier key file, one key a line (brokerd's
+// checkpoint.pub holds the key of the Legacy checkpoints on a second line
+// after a migration); nil, nil when it does not exist. A line that is not
+// a note key is read as a cosignature key (the witness's cosign.pub).
+func ReadVerifierKey(path string) (note.Verifiers, error) {
+	lines, err := readKeyLines(path)
+	if err != nil || lines == nil {
+		return nil, err
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("audit: %s holds no key", path)
+	}
+	v, err := ReadVerifierKeyText(lines)
+	if err != nil {
+		return nil, fmt.Errorf("audit: %s: %w", path, err)
+	}
+	return v, nil
+}
+
+// WitnessCosignKeyName is the file in the witness's directory that holds
+// the verifier key of the witness's own cosignature key (its private half
+// is in cosign.key, which only witnessd's uid reads).
+const WitnessCosignKeyName = "cosign.pub"
+
+// WitnessKeys are the keys that check the witness's copy: brokerd's keys
+// that the witness trusts and its own cosignature key; nil when the
+// witness trusts none yet.
+func WitnessKeys(dir string) (note.Verifiers, error) {
+	broker, err := readKeyLines(filepath.Join(dir, WitnessKeyName))
+	if err != nil || broker == nil {
+		return nil, err
+	}
+	cosign, err := readKeyLines(filepath.Join(dir, WitnessCosignKeyName))
+	if err != nil {
+		return nil, err
+	}
+	return ReadVerifierKeyText(append(broker, cosign...))
+}
+
+// readKeyLines is the key lines of a key file; none when it does not exist.
+func readKeyLines(path string) ([]string, error) {
 	data, err := readRegular(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -73,18 +102,37 @@ func ReadVerifierKey(path string) (note.Verifier, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	v, err := note.NewVerifier(strings.TrimSpace(string(data)))
-	if err != nil {
-		return nil, fmt.Errorf("audit: %s: %w", path, err)
+	lines := []string{}
+	for line := range strings.Lines(string(data)) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
 	}
-	return v, nil
+	return lines, nil
+}
+
+// ReadVerifierKeyText reads verifier keys, note keys or cosignature keys.
+func ReadVerifierKeyText(keys []string) (note.Verifiers, error) {
+	var vs []note.Verifier
+	for _, k := range keys {
+		v, err := note.NewVerifier(k)
+		if err != nil {
+			var cerr error
+			if v, cerr = NewCosignVerifier(k); cerr != nil {
+				return nil, fmt.Errorf("audit: %q is not a verifier key: %w", k, err)
+			}
+		}
+		vs = append(vs, v)
+	}
+	return note.VerifierList(vs...), nil
 }
 
 // ReadWitness returns the checkpoints in the witness's directory, oldest
-// first and marked Witnessed, each checked with the key the witness
-// trusts; none when the witness never took one.
+// first and marked Witnessed, each checked with the keys the witness
+// trusts; none when the witness never took one. Every checkpoint of the
+// tree's form must carry the witness's own cosignature.
 func ReadWitness(dir string) ([]Checkpoint, error) {
-	v, err := ReadVerifierKey(filepath.Join(dir, WitnessKeyName))
+	v, err := WitnessKeys(dir)
 	if err != nil || v == nil {
 		return nil, err
 	}
@@ -94,17 +142,28 @@ func ReadWitness(dir string) ([]Checkpoint, error) {
 	}
 	for i := range cps {
 		cps[i].Witnessed = true
+		if !cps[i].Legacy && cps[i].Cosigned.IsZero() {
+			return nil, fmt.Errorf("the witness's copy in %s: its checkpoint of size %d has no cosignature by the witness's key", dir, cps[i].Seq)
+		}
+		if cps[i].Time == 0 && !cps[i].Cosigned.IsZero() {
+			cps[i].Time, _ = wire.TimestampOf(cps[i].Cosigned)
+		}
 	}
 	return cps, nil
 }
 
 // newestTail is how much of the end of a checkpoints.jsonl NewestCheckpoint
-// reads: many checkpoints' worth, since one is a few hundred bytes.
+// reads: many checkpoints' worth, since one is a few hundred bytes, and
+// always more than a torn line and a whole one, since neither may pass
+// MaxCheckpointLine.
 const newestTail = 64 << 10
 
 // NewestCheckpoint returns the newest checkpoint in dir's checkpoints.jsonl,
 // checked with v, reading only the end of the file; nil when it holds none.
-func NewestCheckpoint(dir string, v note.Verifier) (*Checkpoint, error) {
+// A line over MaxCheckpointLine at the end, even one longer than what it
+// reads, is an error: it never takes an older checkpoint, or none, for the
+// newest.
+func NewestCheckpoint(dir string, v note.Verifiers) (*Checkpoint, error) {
 	f, err := openRegular(filepath.Join(dir, CheckpointsName))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
@@ -123,7 +182,15 @@ func NewestCheckpoint(dir string, v note.Verifier) (*Checkpoint, error) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	if from > 0 { // the first line read is most likely a part of one
-		data = data[bytes.IndexByte(data, '\n')+1:]
+		part := bytes.IndexByte(data, '\n')
+		if part < 0 {
+			part = len(data)
+		}
+		if part > MaxCheckpointLine {
+			return nil, fmt.Errorf("audit: %s holds a line of more than %d bytes near its end, over the %d a checkpoint may take",
+				CheckpointsName, part, MaxCheckpointLine)
+		}
+		data = data[min(part+1, len(data)):]
 	}
 	cps, err := parseCheckpoints(data, v)
 	if err != nil || len(cps) == 0 {
@@ -138,18 +205,4 @@ func MergeCheckpoints(a, b []Checkpoint) []Checkpoint {
 	out := append(slices.Clone(a), b...)
 	slices.SortStableFunc(out, func(x, y Checkpoint) int { return cmp.Compare(x.Seq, y.Seq) })
 	return out
-}
-
-// CheckCheckpoint checks that the log in dir still holds cp's record where
-// cp says the chain ended, without reading the rest of the log.
-func CheckCheckpoint(dir string, cp Checkpoint) error {
-	files, err := listDayFiles(dir)
-	if err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(files, func(f dayFile) bool { return f.name == cp.End.File }) {
-		return cp.mismatch("the file it ends in is gone: the log is shorter than it was")
-	}
-	_, err = checkpointedLine(filepath.Join(dir, cp.End.File), cp)
-	return err
 }

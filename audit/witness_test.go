@@ -1,15 +1,18 @@
 package audit
 
 import (
+	"crypto/ed25519"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // witnessed is a checkpointed log whose every checkpoint is also copied,
@@ -22,11 +25,18 @@ func witnessed(t *testing.T, records uint64) (*checkpointed, string) {
 		t.Fatal(err)
 	}
 	c.cfg.Signer, _ = note.NewSigner(skey)
-	c.cfg.Verifier, _ = note.NewVerifier(vkey)
+	v, _ := note.NewVerifier(vkey)
+	c.cfg.Verifier = note.VerifierList(v)
 	wdir := t.TempDir()
 	writeFile(t, wdir, WitnessKeyName, vkey+"\n")
+	cosigner := testCosigner(t, wdir)
 	c.cfg.Signed = func(_ Checkpoint, msg string) {
-		line, err := CheckpointLine(msg)
+		cosigned, err := Cosign([]byte(msg), c.cfg.Verifier, cosigner)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		line, err := CheckpointLine(string(cosigned))
 		if err != nil {
 			t.Error(err)
 			return
@@ -50,6 +60,7 @@ func rewriteChain(t *testing.T, dir string) Checkpoint {
 	data, _ := os.ReadFile(day)
 	var out []byte
 	var prev wire.Hash32
+	var tree compactTree
 	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
 	for i, line := range lines {
 		e, err := wire.DecodeAuditEntry([]byte(line))
@@ -66,11 +77,12 @@ func rewriteChain(t *testing.T, dir string) Checkpoint {
 			t.Fatal(err)
 		}
 		out, prev = append(append(out, b...), '\n'), hashOf(b)
+		tree.add(tlog.RecordHash(b))
 	}
 	if err := os.WriteFile(day, out, 0o640); err != nil {
 		t.Fatal(err)
 	}
-	return Checkpoint{Origin: "boxmaker audit test", Seq: uint64(len(lines)), Hash: prev,
+	return Checkpoint{Origin: "test/boxmaker-audit", Seq: uint64(len(lines)), Hash: prev, Root: wire.Hash32(tree.root()),
 		Time: mustTime(t, "2026-12-01T10:00:00.000Z"), End: Position{File: "2026-12-01.jsonl", Offset: int64(len(out)), Line: len(lines)}}
 }
 
@@ -81,10 +93,20 @@ func rewriteChain(t *testing.T, dir string) Checkpoint {
 func TestRewriteWithResignedCheckpointsFailsOnWitness(t *testing.T) {
 	c, wdir := witnessed(t, 2)
 	w := c.mustOpen(t)
-	appendN(t, w, 4)
+	// The checkpoint of seq 2 is signed before seq 3 is appended: signed
+	// beside the appends, a slow signer would take seq 3 as well.
+	appendN(t, w, 2)
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if cps, err := ReadWitness(wdir); err == nil && len(cps) == 1 {
+			break
+		} else if time.Now().After(deadline) {
+			t.Fatalf("the witness never held seq 2: %d checkpoints, %v", len(cps), err)
+		}
+	}
+	appendN(t, w, 2)
 	w.Close()
 	head := rewriteChain(t, c.dir)
-	line, err := SignCheckpoint(head, c.cfg.Signer)
+	_, line, err := SignCheckpoint(head, c.cfg.Signer)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +145,7 @@ func TestLogShorterThanWitnessFails(t *testing.T) {
 	if _, err := VerifyAgainst(c.dir, MergeCheckpoints(nil, theirs)); err == nil || !strings.Contains(err.Error(), "the witness's checkpoint") || !strings.Contains(err.Error(), "cut off") {
 		t.Fatalf("VerifyAgainst = %v, want the log cut off below the witness's seq 4", err)
 	}
-	if err := CheckCheckpoint(c.dir, theirs[1]); err == nil || !strings.Contains(err.Error(), "cut short") {
+	if err := CheckCheckpoint(c.dir, theirs[1]); err == nil || !strings.Contains(err.Error(), "shorter") {
 		t.Fatalf("CheckCheckpoint = %v, want the file cut short", err)
 	}
 }
@@ -135,9 +157,9 @@ func TestNewestCheckpointReadsTheEnd(t *testing.T) {
 	dir := t.TempDir()
 	var data []byte
 	for seq := range uint64(400) {
-		cp := Checkpoint{Origin: "boxmaker audit test", Seq: seq + 1, Hash: wire.Hash32{byte(seq)},
+		cp := Checkpoint{Origin: "test/boxmaker-audit", Seq: seq + 1, Hash: wire.Hash32{byte(seq)},
 			Time: mustTime(t, "2026-12-01T10:00:00.000Z"), End: Position{File: "2026-12-01.jsonl", Offset: int64(seq), Line: int(seq)}}
-		line, err := SignCheckpoint(cp, s)
+		_, line, err := SignCheckpoint(cp, s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -174,7 +196,7 @@ func TestWitnessReadersRefuseLinksAndFIFOs(t *testing.T) {
 				t.Errorf("ReadWitness = %v, want a refusal", cps)
 			}
 			v, _ := note.NewVerifier(vkey)
-			if cp, err := NewestCheckpoint(dir, v); err == nil {
+			if cp, err := NewestCheckpoint(dir, note.VerifierList(v)); err == nil {
 				t.Errorf("NewestCheckpoint = %v, want a refusal", cp)
 			}
 			os.Remove(filepath.Join(dir, WitnessKeyName))
@@ -183,6 +205,49 @@ func TestWitnessReadersRefuseLinksAndFIFOs(t *testing.T) {
 			}
 			if v, err := ReadVerifierKey(filepath.Join(dir, WitnessKeyName)); err == nil {
 				t.Errorf("ReadVerifierKey = %v, want a refusal", v)
+			}
+		})
+	}
+}
+
+// testCosigner makes a witness cosignature key and puts its verifier key
+// in the witness directory wdir.
+func testCosigner(t testing.TB, wdir string) note.Signer {
+	t.Helper()
+	pub, priv, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, wdir, WitnessCosignKeyName, CosignVerifierKey("witness-test", pub)+"\n")
+	s, err := NewCosigner("witness-test", priv, time.Now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// The witness's copy counts only with the witness's own cosignature on
+// each checkpoint of the tree's form: one signed by brokerd's key alone
+// (which whoever holds brokerd's uid can make), or cosigned by another
+// key, is refused.
+func TestReadWitnessWantsTheWitnessesCosignature(t *testing.T) {
+	c, wdir := witnessed(t, 2)
+	w := c.mustOpen(t)
+	appendN(t, w, 2)
+	w.Close()
+	if cps, err := ReadWitness(wdir); err != nil || len(cps) == 0 || cps[0].Cosigned.IsZero() {
+		t.Fatalf("ReadWitness = %v, %v; want cosigned checkpoints", cps, err)
+	}
+	mine := c.checkpoints(t)
+	brokerdOnly, _ := CheckpointLine(mine[len(mine)-1].Note())
+	other := testCosigner(t, t.TempDir())
+	byOther, _ := Cosign([]byte(mine[len(mine)-1].Note()), c.cfg.Verifier, other)
+	otherLine, _ := CheckpointLine(string(byOther))
+	for name, line := range map[string][]byte{"brokerd's signature alone": brokerdOnly, "another key's cosignature": otherLine} {
+		t.Run(name, func(t *testing.T) {
+			writeFile(t, wdir, CheckpointsName, string(line))
+			if cps, err := ReadWitness(wdir); err == nil || !strings.Contains(err.Error(), "no cosignature by the witness's key") {
+				t.Fatalf("ReadWitness = %v, %v; want a refusal", cps, err)
 			}
 		})
 	}

@@ -28,6 +28,8 @@ type Writer struct {
 	durable    Head          // the newest record known to be on disk
 	durableEnd Position      // where durable ends
 	cp         *checkpointer // nil without WithCheckpoints
+	tree       *treeFile     // the Merkle tree's stored hashes (tree.go)
+	noTree     bool          // keep no tree: only the benchmark of the tree's cost
 
 	// The tail of the chain and the open files belong to whichever goroutine
 	// is leading (or to Open, before the Writer is shared); see lead.
@@ -38,6 +40,7 @@ type Writer struct {
 	day      int64    // cur's day
 	end      Position // where the last line sealed ends (once flushed)
 	buf      []byte   // the batch's lines
+	leaves   [][2]int // where in buf each line sealed since the last flush lies, for the tree
 	line     []byte   // the line being sealed
 	timeText cachedTime
 	logf     func(format string, args ...any) // nil: nothing is logged
@@ -165,6 +168,9 @@ func (w *Writer) closeFiles() error {
 	}
 	if w.cp != nil && w.cp.f != nil {
 		errs = append(errs, w.cp.f.Close())
+	}
+	if w.tree != nil {
+		errs = append(errs, w.tree.close())
 	}
 	if w.lock != nil {
 		errs = append(errs, w.lock.Close()) // releases the flock

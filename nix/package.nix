@@ -28,7 +28,7 @@ buildGoModule {
   # go.mod and go.sum, as buildGoModule's goModules derivation computes it.
   # `make vendor-hash` sets it with nix's own hashing, offline; `make test`
   # (TestNixVendorHash in roles/internal/units) fails while it is stale.
-  vendorHash = "sha256-Xosq9YRXJptc+Z0f5D/RwDSOzNfxsuHeUduR0jtTXmc=";
+  vendorHash = "sha256-v9AexLXNdmcR82S3WixyLSxUxj4xrufYzfRP9p/Y3Dc=";
 
   subPackages = [ "." ];
 

@@ -23,6 +23,12 @@ var Table = []Spec{
 	{Name: "egressd", User: "boxmaker-egress", Daemon: true, Network: "the hosts each call's grant allows"},
 	{Name: "inferproxy", User: "boxmaker-infer", Daemon: true, Network: "the llama-server upstream",
 		Upstream: true, Env: []string{config.UpstreamEnv, config.ModelScriptEnv}},
+	// inspectd asks brokerd's quarantined inspect questions, which hold a
+	// handle's content, so they never share a process, a uid or a slot
+	// with loopd's requests (DESIGN.md section 15, issue 23). brokerd goes
+	// on without it: an inspect call then fails, and asks again later.
+	{Name: "inspectd", User: "boxmaker-inspect", Daemon: true, Network: "the llama-server upstream", Wanted: true,
+		Upstream: true, Env: []string{config.UpstreamEnv, config.ModelScriptEnv}},
 	{Name: "gatewayd", User: "boxmaker-gateway", Daemon: true, Network: "the Mattermost server",
 		Needs: GatewayTable, Secrets: GatewaySecret, Env: []string{config.CredentialsEnv}},
 	// witnessd keeps brokerd's audit checkpoints where brokerd cannot
@@ -107,7 +113,7 @@ func with(kinds []string, more ...string) []string {
 // Pairs lists every socket directory and what its listener accepts.
 var Pairs = []Pair{
 	// The endpoints loopd uses (DESIGN.md section 8); inferproxy forwards
-	// no other method or path.
+	// no other method or path, and no chat request on the inspect slot.
 	{Client: "loopd", Listener: "inferproxy", Socket: "infer.sock", Protocol: HTTP,
 		Accepts: []string{"POST /v1/chat/completions", "GET /health", "GET /props", "POST /tokenize"}},
 	{Client: "loopd", Listener: "brokerd", Socket: "broker.sock", Protocol: Frames,
@@ -122,13 +128,16 @@ var Pairs = []Pair{
 	{Client: "bxctl", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_run")},
 	{Client: "gatewayd", Listener: "loopd", Socket: "loop.sock", Protocol: Frames, Accepts: with(channelKinds, "job_deliveries"),
 		NamesSessions: true},
+	// brokerd offers approvals to gatewayd, and tells it of each ended run
+	// whose reply goes to Mattermost: gatewayd posts loopd's job_delivery
+	// only for such a run (issue 23, finding 9).
 	{Client: "brokerd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
-		Accepts: []string{"approval_request"}},
+		Accepts: []string{"approval_request", "job_ended"}},
 	// brokerd hands each signed audit checkpoint to the witness, and the
 	// witness the last of each hour to gatewayd for the owner's DM
 	// (DESIGN.md section 14); neither may send anything else.
 	{Client: "brokerd", Listener: "witnessd", Socket: "witness.sock", Protocol: Frames,
-		Accepts: []string{"checkpoint_submit"}},
+		Accepts: []string{"checkpoint_add", "checkpoint_submit"}},
 	{Client: "witnessd", Listener: "gatewayd", Socket: "gateway.sock", Protocol: Frames,
 		Accepts: []string{"checkpoint_post"}},
 	// Each egress_open carries one end of the call's socketpair.
@@ -136,8 +145,8 @@ var Pairs = []Pair{
 		Accepts: []string{"egress_open"}},
 	// brokerd's quarantined questions for the inspect tool (DESIGN.md
 	// section 15): frames, not HTTP, so brokerd links no net/http;
-	// inferproxy builds the llama-server request itself.
-	{Client: "brokerd", Listener: "inferproxy", Socket: "infer.sock", Protocol: Frames,
+	// inspectd builds the llama-server request itself.
+	{Client: "brokerd", Listener: "inspectd", Socket: "inspect.sock", Protocol: Frames,
 		Accepts: []string{"inspect_request"}},
 }
 

@@ -135,3 +135,38 @@ func TestEtcReaders(t *testing.T) {
 		}
 	}
 }
+
+// Quarantined inspect requests hold a handle's content, so whoever takes
+// them shares no process and no uid with what carries loopd's requests
+// (issue 23, finding 3): a compromised inferproxy once held both and could
+// bridge a handle's secret into a session brokerd counts as clean. The
+// role that listens for them listens for nobody else, and loopd dials it
+// through no pair.
+func TestInspectRequestsHaveARoleOfTheirOwn(t *testing.T) {
+	var listeners []string
+	for _, p := range Pairs {
+		if slices.Contains(p.Accepts, "inspect_request") {
+			listeners = append(listeners, p.Listener)
+		}
+	}
+	if len(listeners) != 1 {
+		t.Fatalf("inspect_request is accepted by %v, want exactly one role", listeners)
+	}
+	quarantine, _ := Lookup(listeners[0])
+	for _, p := range Pairs {
+		if p.Listener == quarantine.Name && p.Client != "brokerd" {
+			t.Errorf("%s also listens for %s (%s)", quarantine.Name, p.Client, p.Dir())
+		}
+		if p.Client == "loopd" && p.Listener == quarantine.Name {
+			t.Errorf("loopd reaches %s through %s", quarantine.Name, p.Dir())
+		}
+	}
+	for _, spec := range Table {
+		if spec.Name != quarantine.Name && spec.User != "" && spec.User == quarantine.User {
+			t.Errorf("%s runs as %s, the user of %s too", quarantine.Name, quarantine.User, spec.Name)
+		}
+	}
+	if quarantine.User == "" || !quarantine.Daemon {
+		t.Errorf("%s is no daemon under a user of its own: %+v", quarantine.Name, quarantine)
+	}
+}

@@ -16,6 +16,9 @@ import "fmt"
 //     run brokerd was told of now, rather than at loopd's next look.
 //   - gatewayd to loopd: job_deliveries, answered by job_delivery frames
 //     (never final) for as long as the connection lasts.
+//   - brokerd to gatewayd: job_ended (job_ended_noted), brokerd's word that
+//     a run it minted ended and where its reply goes; gatewayd posts a
+//     job_delivery only for such a run, once.
 // Job ids are strings here; brokerd and loopd check them as policy does.
 
 // RunTrigger says why a run started: its schedule came due, it was missed
@@ -192,6 +195,27 @@ type JobDelivery struct {
 	Content   string     `json:"content"`
 }
 
+// JobEnded is brokerd's record of a run it minted that has ended and whose
+// job delivers to Mattermost: the job, trigger and due time of the run,
+// the zone its time is shown in, where the job file says its reply goes
+// (To, as JobDelivery's) and how it ended. gatewayd posts loopd's reply
+// for the session only after this, once, under these fields rather than
+// loopd's: loopd alone cannot make gatewayd post a job's message.
+type JobEnded struct {
+	Job       string     `json:"job"`
+	Session   SessionID  `json:"session"`
+	Trigger   RunTrigger `json:"trigger"`
+	Scheduled Timestamp  `json:"scheduled"`
+	TimeZone  string     `json:"time_zone"`
+	To        string     `json:"to"`
+	Outcome   RunOutcome `json:"outcome"`
+}
+
+// JobEndedNoted says gatewayd holds brokerd's word for the session.
+type JobEndedNoted struct {
+	Session SessionID `json:"session"`
+}
+
 func (JobStart) isMessage()      {}
 func (JobStarted) isMessage()    {}
 func (JobRefused) isMessage()    {}
@@ -205,3 +229,5 @@ func (JobRunNow) isMessage()     {}
 func (JobTriggered) isMessage()  {}
 func (JobDeliveries) isMessage() {}
 func (JobDelivery) isMessage()   {}
+func (JobEnded) isMessage()      {}
+func (JobEndedNoted) isMessage() {}

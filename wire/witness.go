@@ -6,6 +6,12 @@ package wire
 //     checkpoint_witnessed (the witness holds it, or already held it) or
 //     checkpoint_refused (it does not extend what the witness holds, or
 //     its key or signature is wrong).
+//   - brokerd to witnessd: checkpoint_add, C2SP tlog-witness's
+//     add-checkpoint: the checkpoint with a consistency proof from the size
+//     brokerd believes the witness holds, answered by checkpoint_cosigned
+//     (the checkpoint with the witness's cosignature) or checkpoint_refused
+//     (held: the size the witness holds, for a proof from there).
+//     checkpoint_submit, which carries no proof, is refused since the tree.
 //   - witnessd to gatewayd: checkpoint_post, the last checkpoint of an
 //     hour for the owner's DM, answered by checkpoint_posted.
 // Notes are C2SP signed notes (audit.SignCheckpoint's text); the wire
@@ -32,6 +38,25 @@ type CheckpointRefused struct {
 	Reason string `json:"reason"`
 }
 
+// CheckpointAdd is one signed checkpoint of the audit log's tree, the
+// verifier key that checks it, the size of the checkpoint the witness is
+// believed to hold (0: none) and the consistency proof from that tree to
+// this one, each hash in base64 as in the checkpoint (C2SP tlog-witness).
+type CheckpointAdd struct {
+	Key   string   `json:"key"`
+	Old   uint64   `json:"old"`
+	Proof []string `json:"proof"`
+	Note  string   `json:"note"`
+}
+
+// CheckpointCosigned is the witness's answer to a checkpoint_add it took,
+// or held already: the checkpoint's size and its note with the witness's
+// cosignature (C2SP tlog-cosignature) added.
+type CheckpointCosigned struct {
+	Size uint64 `json:"size"`
+	Note string `json:"note"`
+}
+
 // CheckpointPost asks gatewayd to post a witnessed checkpoint, the last of
 // its hour, to the owner's direct messages.
 type CheckpointPost struct {
@@ -50,4 +75,6 @@ func (CheckpointSubmit) isMessage()    {}
 func (CheckpointWitnessed) isMessage() {}
 func (CheckpointRefused) isMessage()   {}
 func (CheckpointPost) isMessage()      {}
+func (CheckpointAdd) isMessage()       {}
+func (CheckpointCosigned) isMessage()  {}
 func (CheckpointPosted) isMessage()    {}

@@ -28,6 +28,9 @@ type broker struct {
 	jobRuns   *jobRuns    // the job sessions brokerd minted (jobruns.go)
 	fatal     func(error) // stops brokerd: the audit log can no longer be written
 	gateway   bool        // offer approvals to gatewayd ([gateway] is configured)
+	// secretApprovals: approvals of calls in sessions above private may be
+	// offered to gatewayd too (gateway.secret_approvals).
+	secretApprovals bool
 
 	badMu    sync.Mutex
 	badSeen  map[string]bool // grant errors already logged, so each is logged once

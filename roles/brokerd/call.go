@@ -3,7 +3,6 @@ package brokerd
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"boxmaker/policy"
@@ -137,13 +136,12 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	if err := reply(false, wire.PendingApproval{Approval: info.Approval, Expires: expires}); err != nil {
 		return err
 	}
-	if b.gateway && offeredOffHost(d) {
+	if offered, why := b.offeredOffHost(d); b.gateway && offered {
 		offerCtx, stopOffer := context.WithCancel(ctx)
 		defer stopOffer()
 		go b.offerToGateway(offerCtx, info)
 	} else if b.gateway {
-		b.log.Printf("approval %s: not offered on Mattermost: the call reads secret handles (%s), whose content stays on the host; answer it with boxmaker approvals",
-			info.Approval, strings.Join(d.Handles(), ", "))
+		b.log.Printf("approval %s: not offered on Mattermost: %s; answer it with boxmaker approvals", info.Approval, why)
 	}
 	timer := time.NewTimer(b.cfg.Broker.ApprovalTimeout.D())
 	defer timer.Stop()

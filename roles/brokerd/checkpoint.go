@@ -20,55 +20,109 @@ import (
 // broker/. The newest checkpoint is mirrored in broker/ too, so that a
 // deleted audit/ directory is noticed at the next start.
 const (
-	keyName    = "checkpoint.key"  // the signer key, then the verifier key, a line each
+	keyName    = "checkpoint.key"  // the signer key, its verifier key, then earlier names' verifier keys, a line each
 	mirrorName = "checkpoint.last" // the newest signed checkpoint
-	keyOwner   = "boxmaker-audit"  // the key's name in every signature
 )
 
 // openAudit opens the audit log in dir with checkpoints signed by brokerd's
-// key, making the key at first start.
-// Each checkpoint, once durable, is queued for the witness.
+// key, named like the log's origin, making the key at first start and
+// renaming the key of a home made before the origin existed (a Legacy
+// checkpoint's key "boxmaker-audit": the same key, so that the witness
+// knows it, under the origin's name; the old verifier key stays beside the
+// log, for the Legacy checkpoints). Each checkpoint, once durable, is
+// queued for the witness.
 func openAudit(paths config.Paths, cfg config.Config, dir string, witness *witnessClient, opts ...audit.Option) (*audit.Writer, error) {
 	brokerDir := paths.Join("broker")
-	signer, verifier, vkey, err := loadKey(filepath.Join(brokerDir, keyName))
+	origin, err := audit.LoadOrigin(paths.Home)
 	if err != nil {
 		return nil, err
 	}
-	if err := writeVerifierKey(filepath.Join(dir, audit.VerifierKeyName), vkey); err != nil {
+	k, err := loadKey(filepath.Join(brokerDir, keyName), origin)
+	if err != nil {
 		return nil, err
 	}
-	cp := audit.CheckpointConfig{Signer: signer, Verifier: verifier, Origin: audit.OriginOf(paths.Home),
+	if err := writeVerifierKey(filepath.Join(dir, audit.VerifierKeyName), k.vkeys()); err != nil {
+		return nil, err
+	}
+	cp := audit.CheckpointConfig{Signer: k.signer, Verifier: k.verifiers, Origin: origin,
 		Records: cfg.Audit.CheckpointRecords, Interval: cfg.Audit.CheckpointInterval.D(), Mirror: filepath.Join(brokerDir, mirrorName),
 		Signed: witness.signed}
-	witness.key = vkey
-	return audit.Open(dir, append(opts, audit.WithCheckpoints(cp))...)
+	witness.key = k.vkey
+	w, err := audit.Open(dir, append(opts, audit.WithCheckpoints(cp))...)
+	if err == nil {
+		witness.tree = w
+	}
+	return w, err
 }
 
-// loadKey reads the key file, making it when it does not exist yet.
-func loadKey(path string) (note.Signer, note.Verifier, string, error) {
+// checkpointKey is brokerd's key: the signer, its verifier key, and the
+// verifier keys it had under earlier names.
+type checkpointKey struct {
+	signer    note.Signer
+	vkey      string
+	older     []string
+	verifiers note.Verifiers
+}
+
+func (k checkpointKey) vkeys() []string { return append([]string{k.vkey}, k.older...) }
+
+// loadKey reads the key file (the signer key, its verifier key, then any
+// earlier names' verifier keys, a line each), making it when it does not
+// exist yet and renaming it when it is not named origin.
+func loadKey(path, origin string) (checkpointKey, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		data, err = makeKey(path)
+		data, err = makeKey(path, origin)
 	}
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("checkpoint key: %w", err)
+		return checkpointKey{}, fmt.Errorf("checkpoint key: %w", err)
 	}
-	skey, vkey, ok := strings.Cut(strings.TrimSuffix(string(data), "\n"), "\n")
-	signer, err := note.NewSigner(skey)
-	if err != nil || !ok {
-		return nil, nil, "", fmt.Errorf("checkpoint key %s: want a signer key and a verifier key, a line each: %v", path, err)
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) < 2 {
+		return checkpointKey{}, fmt.Errorf("checkpoint key %s: want a signer key and a verifier key, a line each", path)
 	}
-	verifier, err := note.NewVerifier(vkey)
-	if err != nil || verifier.KeyHash() != signer.KeyHash() || verifier.Name() != signer.Name() {
-		return nil, nil, "", fmt.Errorf("checkpoint key %s: the verifier key is not the signer's: %v", path, err)
+	if signer, err := note.NewSigner(lines[0]); err == nil && signer.Name() != origin {
+		if lines, err = renameKey(path, lines, origin); err != nil {
+			return checkpointKey{}, fmt.Errorf("checkpoint key %s: %w", path, err)
+		}
 	}
-	return signer, verifier, vkey, nil
+	return parseKey(path, lines)
 }
 
-// makeKey makes an Ed25519 key and writes it durably, readable by brokerd
-// alone, before any checkpoint relies on it.
-func makeKey(path string) ([]byte, error) {
-	skey, vkey, err := note.GenerateKey(rand.Reader, keyOwner)
+func parseKey(path string, lines []string) (checkpointKey, error) {
+	signer, err := note.NewSigner(lines[0])
+	if err != nil {
+		return checkpointKey{}, fmt.Errorf("checkpoint key %s: %v", path, err)
+	}
+	var vs []note.Verifier
+	for i, vkey := range lines[1:] {
+		v, err := note.NewVerifier(vkey)
+		if err != nil || i == 0 && (v.KeyHash() != signer.KeyHash() || v.Name() != signer.Name()) {
+			return checkpointKey{}, fmt.Errorf("checkpoint key %s: the verifier key is not the signer's: %v", path, err)
+		}
+		vs = append(vs, v)
+	}
+	return checkpointKey{signer: signer, vkey: lines[1], older: lines[2:], verifiers: note.VerifierList(vs...)}, nil
+}
+
+// renameKey gives the key the origin's name, keeping the old verifier key
+// after the new one, and writes it durably before any checkpoint uses it.
+func renameKey(path string, lines []string, origin string) ([]string, error) {
+	skey, vkey, err := audit.RenameKey(lines[0], origin)
+	if err != nil {
+		return nil, err
+	}
+	out := append([]string{skey, vkey}, lines[1:]...)
+	if err := writeDurably(path, []byte(strings.Join(out, "\n")+"\n")); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// makeKey makes an Ed25519 key named origin and writes it durably,
+// readable by brokerd alone, before any checkpoint relies on it.
+func makeKey(path, origin string) ([]byte, error) {
+	skey, vkey, err := note.GenerateKey(rand.Reader, origin)
 	if err != nil {
 		return nil, err
 	}
@@ -82,12 +136,14 @@ func makeKey(path string) ([]byte, error) {
 	return data, nil
 }
 
-// writeVerifierKey puts vkey beside the log unless it is there already.
-func writeVerifierKey(path, vkey string) error {
-	if old, err := os.ReadFile(path); err == nil && string(old) == vkey+"\n" {
+// writeVerifierKey puts the verifier keys beside the log unless they are
+// there already.
+func writeVerifierKey(path string, vkeys []string) error {
+	text := strings.Join(vkeys, "\n") + "\n"
+	if old, err := os.ReadFile(path); err == nil && string(old) == text {
 		return nil
 	}
-	err := writeDurably(path, []byte(vkey+"\n"))
+	err := writeDurably(path, []byte(text))
 	if err == nil {
 		err = os.Chmod(path, 0o640) // group-readable like the day files, for the owner's verify
 	}

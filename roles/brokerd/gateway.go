@@ -76,10 +76,18 @@ func errUnexpected(m wire.Message) error { return unexpectedError{wire.KindOf(m)
 // Its subject shows the arguments with every handle's content put in, so
 // that the owner sees what runs (DESIGN.md section 11); a secret handle's
 // content would then leave the host in a post and stay in the channel's
-// history. Such an approval is answered on the host only, where chat and
-// `boxmaker approvals` show it; the thread still says it waits, and for
-// which approval.
-func offeredOffHost(d policy.Decision) bool {
-	class, _ := d.InputLabel()
-	return class < wire.Secret
+// history, so such a call is never offered. Nor, unless
+// gateway.secret_approvals says so, is any call decided above private: the
+// model has read a secret there and may have written it into the
+// arguments. Either is answered on the host only, where chat and
+// `boxmaker approvals` show it; the thread's tool line names the approval
+// and the command that answers it.
+func (b *broker) offeredOffHost(d policy.Decision) (bool, string) {
+	if class, _ := d.InputLabel(); class >= wire.Secret {
+		return false, "the call reads secret handles (" + strings.Join(d.Handles(), ", ") + "), whose content stays on the host"
+	}
+	if d.Taint() > wire.Private && !b.secretApprovals {
+		return false, "the session is " + d.Taint().String() + " and its arguments may hold a secret (gateway.secret_approvals is off)"
+	}
+	return true, ""
 }

@@ -150,17 +150,19 @@ func (s *handleStore) load(id wire.SessionID, names []string) (map[string]policy
 }
 
 // ask counts one more question to each handle it reads (about, and every
-// handle in reads: the question itself may be a handle's content),
+// handle in reads: the question itself may be a handle's content) and to
+// each content they hold, and the bits a declassified answer takes,
 // durably, before it is asked, so that neither a crash nor a fresh handle
-// to ask about gives a handle more than maxQuestions answers. It returns
+// to the same data gives it more than limits allow (budget.go). It returns
 // the handle about.
-func (s *handleStore) ask(id wire.SessionID, about string, reads []string, maxQuestions int) (storedHandle, error) {
+func (s *handleStore) ask(id wire.SessionID, about string, reads []string, declassifiedBits uint64, limits config.Inspect) (storedHandle, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	names := append([]string{about}, reads...)
 	slices.Sort(names)
 	names = slices.Compact(names)
 	read := make([]storedHandle, len(names))
+	q := question{declassifiedBits: declassifiedBits}
 	for i, name := range names {
 		h, ok, err := s.get(id, name)
 		switch {
@@ -168,15 +170,31 @@ func (s *handleStore) ask(id wire.SessionID, about string, reads []string, maxQu
 			return storedHandle{}, err
 		case !ok:
 			return storedHandle{}, fmt.Errorf("%w: the session has no handle %s", errHandleLimit, name)
-		case h.Questions >= uint64(maxQuestions):
-			return storedHandle{}, fmt.Errorf("%w: %s has answered its %d questions (inspect.max_questions)", errHandleLimit, name, maxQuestions)
+		case h.Questions >= uint64(limits.MaxQuestions):
+			return storedHandle{}, fmt.Errorf("%w: %s has answered its %d questions (inspect.max_questions)", errHandleLimit, name, limits.MaxQuestions)
 		}
 		read[i] = h
+		if hash := contentHash(h.Content); !slices.Contains(q.hashes, hash) {
+			q.hashes = append(q.hashes, hash)
+		}
+	}
+	dir := s.sessionDir(id)
+	budget, err := readBudget(dir)
+	if err != nil {
+		return storedHandle{}, err
+	}
+	if err := budget.spend(q, limits); err != nil {
+		return storedHandle{}, err
+	}
+	// The budget first: a crash before the handles are written leaves it
+	// counted, never uncounted.
+	if err := writeBudget(dir, budget); err != nil {
+		return storedHandle{}, err
 	}
 	var asked storedHandle
 	for i, name := range names {
 		read[i].Questions++
-		if err := s.write(s.sessionDir(id), name, read[i]); err != nil {
+		if err := s.write(dir, name, read[i]); err != nil {
 			return storedHandle{}, err
 		}
 		if name == about {

@@ -55,7 +55,10 @@ func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, r
 }
 
 // inspect answers an allowed inspect call: one more question of each
-// handle it reads (the question may be a handle's content too), asked of the quarantined model through inferproxy, and only
+// handle it reads (the question may be a handle's content too) and of
+// each content they hold, and, when the answer is declassified, its bits
+// of the session's budget (budget.go), all counted before it is asked of
+// the quarantined model, and only
 // an answer of the asked type comes back. The answer is trusted (a typed
 // value carries no instructions); its class is that of what the question
 // read, unless the grant says declassify = true, when its result_class
@@ -65,7 +68,12 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	if !ok {
 		return fmt.Errorf("inspect: arguments of type %T", d.Args())
 	}
-	h, err := b.handles.ask(req.Session, args.Handle, d.Handles(), b.cfg.Inspect.MaxQuestions)
+	read := inputLabel(d).class
+	var declassified uint64
+	if g.Declassify() && g.ResultClass() < read {
+		declassified = answerBits(args.Answer)
+	}
+	h, err := b.handles.ask(req.Session, args.Handle, d.Handles(), declassified, b.cfg.Inspect)
 	if errors.Is(err, errHandleLimit) {
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error()})
 	}
@@ -82,7 +90,7 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 		b.log.Printf("session %s call %d: inspect %s: %v", req.Session, req.Call, args.Handle, err)
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error() + " (it is not shown)"})
 	}
-	class := inputLabel(d).class
+	class := read
 	if g.Declassify() {
 		class = g.ResultClass()
 	}
@@ -92,12 +100,12 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	return reply(true, wire.Result{Content: answer, Class: class, Untrusted: false})
 }
 
-// askQuarantined sends q to inferproxy on brokerd's own pair and returns
-// the model's answer, unchecked.
+// askQuarantined sends q to inspectd, which carries nothing of loopd's,
+// and returns the model's answer, unchecked.
 func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Inspect.Timeout.D())
 	defer cancel()
-	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inferproxy"))
+	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inspectd"))
 	if err != nil {
 		return "", err
 	}
@@ -108,7 +116,7 @@ func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (str
 	}
 	res, ok := m.(wire.InspectResult)
 	if !ok {
-		return "", fmt.Errorf("inferproxy answered %s", wire.KindOf(m))
+		return "", fmt.Errorf("inspectd answered %s", wire.KindOf(m))
 	}
 	return res.Answer, nil
 }

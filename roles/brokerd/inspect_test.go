@@ -11,7 +11,7 @@ import (
 	"boxmaker/wire"
 )
 
-// fakeInfer stands in for inferproxy on brokerd's pair: it answers each
+// fakeInfer stands in for inspectd on brokerd's pair: it answers each
 // inspect_request with the next of its answers and keeps the requests.
 type fakeInfer struct {
 	mu       sync.Mutex
@@ -21,7 +21,7 @@ type fakeInfer struct {
 
 func (h *home) startFakeInfer(answers ...string) *fakeInfer {
 	h.t.Helper()
-	path := filepath.Join(h.dir, "run", "brokerd-inferproxy", "infer.sock")
+	path := filepath.Join(h.dir, "run", "brokerd-inspectd", "inspect.sock")
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		h.t.Fatal(err)
 	}

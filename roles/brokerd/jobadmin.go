@@ -156,6 +156,7 @@ func (b *broker) jobDone(m wire.JobDone) (wire.Message, error) {
 		return nil, err
 	}
 	b.log.Printf("session %s: the run ended %s (loopd said %s)", m.Session, res.Outcome, m.Outcome)
+	b.tellJobEnded(m.Session)
 	return res, nil
 }
 

@@ -25,6 +25,7 @@ type jobRuns struct {
 	jobs      map[string]*jobRecord
 	bySession map[string]string // session -> job, for every run kept
 	triggers  map[string]ownerTrigger
+	told      map[string]bool // sessions whose end gatewayd was told of (jobended.go)
 }
 
 // jobRecord is one job's file, broker/jobs/<id>.json.
@@ -59,7 +60,7 @@ func openJobRuns(dir string, now time.Time) (*jobRuns, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	r := &jobRuns{dir: dir, jobs: map[string]*jobRecord{}, bySession: map[string]string{}, triggers: map[string]ownerTrigger{}}
+	r := &jobRuns{dir: dir, jobs: map[string]*jobRecord{}, bySession: map[string]string{}, triggers: map[string]ownerTrigger{}, told: map[string]bool{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -199,6 +200,7 @@ func (r *jobRuns) add(rec *jobRecord, run wire.JobRun, due *wire.Timestamp) erro
 	if len(next.Runs) > keepRuns {
 		for _, old := range next.Runs[:len(next.Runs)-keepRuns] {
 			delete(r.bySession, old.Session.String())
+			delete(r.told, old.Session.String())
 		}
 		next.Runs = next.Runs[len(next.Runs)-keepRuns:]
 	}

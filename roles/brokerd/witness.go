@@ -2,6 +2,7 @@ package brokerd
 
 import (
 	"context"
+	"encoding/base64"
 	"log"
 	"sync"
 	"time"
@@ -25,10 +26,12 @@ const maxWitnessQueue = 64
 type witnessClient struct {
 	path string
 	log  *log.Logger
-	key  string // the verifier key of brokerd's checkpoint key, set by openAudit
+	key  string        // the verifier key of brokerd's checkpoint key, set by openAudit
+	tree *audit.Writer // gives the consistency proofs, set by openAudit
 
 	mu    sync.Mutex
-	queue []string // signed notes, oldest first
+	queue []queued // signed checkpoints, oldest first
+	held  uint64   // the size the witness last said it holds
 	down  bool     // the witness could not be reached; logged once per outage
 	wake  chan struct{}
 	send  sync.Mutex // one sender at a time: the loop, or flush at the stop
@@ -38,14 +41,20 @@ func newWitnessClient(path string, log *log.Logger) *witnessClient {
 	return &witnessClient{path: path, log: log, wake: make(chan struct{}, 1)}
 }
 
+// queued is one checkpoint waiting for the witness.
+type queued struct {
+	size uint64
+	note string
+}
+
 // signed queues a checkpoint the audit Writer just made durable; it never
 // blocks (audit.CheckpointConfig.Signed).
-func (c *witnessClient) signed(_ audit.Checkpoint, note string) {
+func (c *witnessClient) signed(cp audit.Checkpoint, note string) {
 	c.mu.Lock()
 	if len(c.queue) == maxWitnessQueue {
 		c.queue = c.queue[1:]
 	}
-	c.queue = append(c.queue, note)
+	c.queue = append(c.queue, queued{size: cp.Seq, note: note})
 	c.mu.Unlock()
 	select {
 	case c.wake <- struct{}{}:
@@ -88,8 +97,12 @@ func (c *witnessClient) flush(d time.Duration) {
 }
 
 // sendQueued sends the queued checkpoints, oldest first, on one
-// connection. A checkpoint the witness refuses is logged and dropped: it
-// will not take it later either.
+// connection, each with the consistency proof from the size the witness
+// holds (C2SP tlog-witness). When the witness holds another size than
+// brokerd thought (its first answer after a start, say), it says which,
+// and the checkpoint goes again once with the proof from there. A
+// checkpoint the witness refuses otherwise is logged and dropped: it will
+// not take it later either.
 func (c *witnessClient) sendQueued(ctx context.Context) error {
 	c.send.Lock()
 	defer c.send.Unlock()
@@ -105,29 +118,87 @@ func (c *witnessClient) sendQueued(ctx context.Context) error {
 			c.mu.Unlock()
 			return nil
 		}
-		note := c.queue[0]
+		next := c.queue[0]
 		c.mu.Unlock()
 		var err error
 		if conn == nil {
 			conn, err = sock.Dial(c.path)
 		}
-		var res wire.Message
 		if err == nil {
-			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			res, err = conn.Call(cctx, wire.CheckpointSubmit{Key: c.key, Note: note}, nil)
-			cancel()
+			err = c.add(ctx, conn, next)
 		}
 		if err != nil {
 			c.unreachable(err)
 			return err
 		}
-		c.answered(res)
 		c.mu.Lock()
-		if len(c.queue) > 0 && c.queue[0] == note {
+		if len(c.queue) > 0 && c.queue[0] == next {
 			c.queue = c.queue[1:]
 		}
 		c.mu.Unlock()
 	}
+}
+
+// add hands one checkpoint to the witness, once more when the witness
+// answers that it holds another size than the proof started from.
+func (c *witnessClient) add(ctx context.Context, conn *sock.Client, q queued) error {
+	for try := 0; try < 2; try++ {
+		c.mu.Lock()
+		old := c.held
+		c.mu.Unlock()
+		if old > q.size {
+			// The witness holds a bigger tree than this checkpoint's: the
+			// log brokerd signs is shorter than what was witnessed (cut
+			// short, or replaced), or this one was queued behind a newer.
+			if c.newest() <= old {
+				c.log.Printf("the audit witness holds a tree of %d records, more than this checkpoint's %d: the log is shorter than what was witnessed; run boxmaker audit verify", old, q.size)
+			}
+			return nil
+		}
+		req, err := c.request(q, old)
+		if err != nil {
+			c.log.Printf("no consistency proof for the witness from size %d to %d: %v", old, q.size, err)
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		res, err := conn.Call(cctx, req, nil)
+		cancel()
+		if err != nil {
+			return err
+		}
+		if r, ok := res.(wire.CheckpointRefused); ok && r.Held != old && try == 0 {
+			c.mu.Lock()
+			c.held = r.Held
+			c.mu.Unlock()
+			continue
+		}
+		c.answered(res)
+		return nil
+	}
+	return nil
+}
+
+// newest is the size of the newest checkpoint queued, 0 with none.
+func (c *witnessClient) newest() uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.queue) == 0 {
+		return 0
+	}
+	return c.queue[len(c.queue)-1].size
+}
+
+// request is the checkpoint_add of q with the proof from old.
+func (c *witnessClient) request(q queued, old uint64) (wire.CheckpointAdd, error) {
+	req := wire.CheckpointAdd{Key: c.key, Old: old, Proof: []string{}, Note: q.note}
+	if old == 0 || c.tree == nil {
+		return req, nil
+	}
+	proof, err := c.tree.ConsistencyProof(old, q.size)
+	for _, h := range proof {
+		req.Proof = append(req.Proof, base64.StdEncoding.EncodeToString(h[:]))
+	}
+	return req, err
 }
 
 func (c *witnessClient) unreachable(err error) {
@@ -148,9 +219,12 @@ func (c *witnessClient) answered(res wire.Message) {
 	c.down = false
 	c.mu.Unlock()
 	switch r := res.(type) {
-	case wire.CheckpointWitnessed:
+	case wire.CheckpointCosigned:
+		c.mu.Lock()
+		c.held = r.Size
+		c.mu.Unlock()
 		if back {
-			c.log.Printf("the audit witness is back and holds seq %d", r.Seq)
+			c.log.Printf("the audit witness is back and holds size %d", r.Size)
 		}
 	case wire.CheckpointRefused:
 		c.log.Printf("the audit witness REFUSED a checkpoint (it holds seq %d): %q", r.Held, r.Reason)

@@ -17,6 +17,7 @@ import (
 	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
 // startWitness runs witnessd beside brokerd and waits for its socket.
@@ -184,7 +185,22 @@ func resign(t *testing.T, home, file string, seq uint64, hash wire.Hash32, end i
 		t.Fatal(err)
 	}
 	now, _ := wire.TimestampOf(time.Now())
-	line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: audit.OriginOf(home), Seq: seq, Hash: hash, Time: now,
+	origin, _ := audit.LoadOrigin(home)
+	data, _ := os.ReadFile(file)
+	var hashes []tlog.Hash
+	r := tlog.HashReaderFunc(func(ix []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(ix))
+		for i, x := range ix {
+			out[i] = hashes[x]
+		}
+		return out, nil
+	})
+	for i, l := range strings.Split(strings.TrimSuffix(string(data[:end]), "\n"), "\n") {
+		h, _ := tlog.StoredHashes(int64(i), []byte(l), r)
+		hashes = append(hashes, h...)
+	}
+	root, _ := tlog.TreeHash(int64(seq), r)
+	_, line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: origin, Seq: seq, Hash: hash, Root: wire.Hash32(root), Time: now,
 		End: audit.Position{File: filepath.Base(file), Offset: end, Line: int(seq)}}, signer)
 	if err != nil {
 		t.Fatal(err)

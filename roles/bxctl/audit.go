@@ -31,6 +31,20 @@ func auditCommand() *cli.Command {
 			Flags:     append(homeFlags(), witnessFlag()),
 			Action:    auditCheckpoints,
 		}, {
+			Name:      "checkpoint",
+			Usage:     "print the newest checkpoint, a C2SP signed note, with brokerd's signature and the witness's cosignature when it has one",
+			ArgsUsage: "[DIR]",
+			Flags:     append(homeFlags(), witnessFlag()),
+			Action:    auditCheckpoint,
+		}, {
+			Name:      "prove",
+			Usage:     "print an RFC 6962 inclusion proof of record SEQ in the tree the newest checkpoint signs, checked before it is printed",
+			ArgsUsage: "SEQ",
+			Flags: append(homeFlags(), witnessFlag(), &cli.BoolFlag{
+				Name: "json", Usage: "print index, size, root, leaf hash and the proof's hashes (base64) as one JSON object",
+			}),
+			Action: auditProve,
+		}, {
 			Name:  "rebase",
 			Usage: "with brokerd stopped, move the log that brokerd refuses aside and start a new chain whose first record names its last checkpoint and the reason",
 			Flags: append(homeFlags(), &cli.StringFlag{

@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"boxmaker/audit"
+	"boxmaker/roles/internal/termtext"
 
 	"github.com/urfave/cli/v3"
 )
@@ -33,7 +35,7 @@ func auditCheckpoints(_ context.Context, cmd *cli.Command) error {
 	out := cmd.Root().Writer
 	fmt.Fprintf(out, "brokerd's, in %s:\n", filepath.Join(dir, audit.CheckpointsName))
 	for _, cp := range mine {
-		fmt.Fprintf(out, "  seq %d %s signed %s, ends %s line %d%s\n", cp.Seq, cp.Hash, cp.Time, cp.End.File, cp.End.Line, markAgainst(cp, theirs, "witnessed", "the witness's"))
+		fmt.Fprintf(out, "  seq %d %s signed %s, ends %s line %d%s\n", cp.Seq, cp.ID(), cp.Time, cp.End.File, cp.End.Line, markAgainst(cp, theirs, "witnessed", "the witness's"))
 	}
 	if len(mine) == 0 {
 		fmt.Fprintln(out, "  no checkpoints")
@@ -48,11 +50,12 @@ func auditCheckpoints(_ context.Context, cmd *cli.Command) error {
 		if mark != "" {
 			differ++
 		}
-		fmt.Fprintf(out, "  seq %d %s signed %s%s\n", cp.Seq, cp.Hash, cp.Time, mark)
+		fmt.Fprintf(out, "  seq %d %s signed %s%s\n", cp.Seq, cp.ID(), cp.Time, mark)
 	}
 	if len(theirs) == 0 {
 		fmt.Fprintln(out, "  no checkpoints")
 	}
+	sayTrust(out, wdir)
 	if differ > 0 {
 		return fmt.Errorf("audit: %d of the witness's checkpoints differ from brokerd's; check the log with boxmaker audit verify", differ)
 	}
@@ -61,12 +64,31 @@ func auditCheckpoints(_ context.Context, cmd *cli.Command) error {
 
 // markAgainst says how cp stands against the other list's checkpoint of
 // its seq: same names the agreement ("" to say nothing), whose the other list.
+// sayTrust shows the key the witness trusts and when it first trusted it,
+// for the owner to check against audit/checkpoint.pub: the witness learns
+// brokerd's key on first use. The files are the witness's: each line is
+// neutralised before it reaches the terminal.
+func sayTrust(out io.Writer, wdir string) {
+	keys, err := os.ReadFile(filepath.Join(wdir, audit.WitnessKeyName))
+	if err != nil {
+		return
+	}
+	key, _, _ := strings.Cut(strings.TrimSpace(string(keys)), "\n")
+	fmt.Fprintln(out, termtext.Line("the witness trusts brokerd's key "+key))
+	if first, err := os.ReadFile(filepath.Join(wdir, "first-use")); err == nil {
+		when, _, _ := strings.Cut(strings.TrimSpace(string(first)), " ")
+		fmt.Fprintln(out, termtext.Line("  on first use, at "+when+"; check it against audit/"+audit.VerifierKeyName))
+	}
+}
+
 func markAgainst(cp audit.Checkpoint, other []audit.Checkpoint, same, whose string) string {
 	for _, o := range other {
 		switch {
 		case o.Seq != cp.Seq:
-		case o.Hash != cp.Hash:
-			return fmt.Sprintf("  DIFFERS: %s says %s", whose, o.Hash)
+		case o.Legacy != cp.Legacy:
+			return ""
+		case o.ID() != cp.ID():
+			return fmt.Sprintf("  DIFFERS: %s says %s", whose, o.ID())
 		case same != "":
 			return "  (" + same + ")"
 		default:
@@ -102,7 +124,9 @@ func readCheckpoints(dir string) ([]audit.Checkpoint, error) {
 
 // verifyAudit checks the whole chain against every checkpoint, brokerd's
 // and the witness's, or with --from-checkpoint only the records after the
-// newest of brokerd's and the witness's newest record.
+// newest of brokerd's and the witness's newest record; then that the log is
+// not past the witness's newest checkpoint by more than the checkpoint
+// interval allows (witnessKeepsUp).
 func verifyAudit(_ context.Context, cmd *cli.Command) error {
 	dir, err := auditDir(cmd)
 	if err != nil {
@@ -118,7 +142,10 @@ func verifyAudit(_ context.Context, cmd *cli.Command) error {
 	}
 	out := cmd.Root().Writer
 	if cmd.Bool("from-checkpoint") && len(mine)+len(theirs) > 0 {
-		return verifyFromCheckpoints(out, dir, mine, theirs)
+		if err := verifyFromCheckpoints(out, dir, mine, theirs); err != nil {
+			return err
+		}
+		return witnessKeepsUp(cmd, dir, theirs)
 	}
 	res, err := audit.VerifyAgainst(dir, audit.MergeCheckpoints(mine, theirs))
 	if err != nil {
@@ -129,12 +156,18 @@ func verifyAudit(_ context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(out, "matches %d checkpoints, the newest of seq %d signed %s\n", len(mine), mine[len(mine)-1].Seq, mine[len(mine)-1].Time)
 	}
 	sayWitness(out, mine, theirs)
-	return nil
+	return witnessKeepsUp(cmd, dir, theirs)
 }
 
 // verifyFromCheckpoints checks the records after brokerd's newest
 // checkpoint (the witness's when brokerd has none), and that the log still
 // holds the witness's newest.
+// verifyFromCheckpoints checks the records after brokerd's newest
+// checkpoint by the chain, and every other checkpoint, brokerd's and the
+// witness's, by proofs from the tree: the witness's newest by an inclusion
+// proof of its last record against its root, each of the tree's form by a
+// consistency proof with the newest. Legacy ones are checked by their
+// chain hash where they end.
 func verifyFromCheckpoints(out io.Writer, dir string, mine, theirs []audit.Checkpoint) error {
 	var from audit.Checkpoint
 	if len(mine) > 0 {
@@ -142,22 +175,33 @@ func verifyFromCheckpoints(out io.Writer, dir string, mine, theirs []audit.Check
 	} else {
 		from = theirs[len(theirs)-1]
 	}
-	res, err := audit.VerifyFromCheckpoint(dir, from)
+	var res audit.Result
+	var err error
+	if from.End.File != "" {
+		res, err = audit.VerifyFromCheckpoint(dir, from)
+	} else {
+		err = audit.CheckCheckpoint(dir, from)
+		res.Head.Seq = from.Seq
+	}
 	if err != nil {
 		return err
 	}
-	if len(theirs) > 0 {
-		if err := audit.CheckCheckpoint(dir, theirs[len(theirs)-1]); err != nil {
+	all := audit.MergeCheckpoints(mine, theirs)
+	newest := all[len(all)-1]
+	if err := audit.CheckCheckpoint(dir, newest); err != nil {
+		return err
+	}
+	for _, cp := range all {
+		if err := audit.CheckConsistent(dir, cp, newest); err != nil {
 			return err
 		}
 	}
 	fmt.Fprintf(out, "ok from the checkpoint of seq %d: %d records in %d files since, %s\n", from.Seq, res.Head.Seq-from.Seq, res.Files, res.Head)
+	fmt.Fprintf(out, "%d checkpoints proven consistent with the newest (size %d)\n", len(all), newest.Seq)
 	sayWitness(out, mine, theirs)
 	return nil
 }
 
-// sayWitness says what the witness's copy added to the check; nothing for
-// a log that has no checkpoints at all.
 func sayWitness(out io.Writer, mine, theirs []audit.Checkpoint) {
 	if len(theirs) == 0 {
 		if len(mine) > 0 {

@@ -55,6 +55,25 @@ func auditRebase(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	fmt.Fprintf(out, "new chain: seq %d %s %s\n", rec.Seq, rec.Tool, rec.Arguments)
+	return keepAuditName(paths.Home, out)
+}
+
+// keepAuditName writes the log's name into a home made before init chose
+// one, so that the new chain's origin no longer follows the host's name.
+func keepAuditName(home string, out io.Writer) error {
+	path := filepath.Join(home, audit.NameFile)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err == nil {
+		_, err = f.WriteString(audit.DefaultName() + "\n")
+		err = errors.Join(err, f.Sync(), f.Close())
+	}
+	if err != nil {
+		return fmt.Errorf("audit rebase: keep the log's name: %w", err)
+	}
+	fmt.Fprintf(out, "the log's name, %s, is kept in %s\n", audit.DefaultName(), path)
 	return nil
 }
 
@@ -76,7 +95,7 @@ func witnessAside(witnessDir, aside string, out io.Writer) error {
 	}
 	if len(held) > 0 {
 		last := held[len(held)-1]
-		fmt.Fprintf(out, "the witness's copy, up to seq %d %s (signed %s), is in %s\n", last.Seq, last.Hash, last.Time, filepath.Join(aside, "witness-"+audit.CheckpointsName))
+		fmt.Fprintf(out, "the witness's copy, up to seq %d %s (signed %s), is in %s\n", last.Seq, last.ID(), last.Time, filepath.Join(aside, "witness-"+audit.CheckpointsName))
 	}
 	return nil
 }
@@ -84,21 +103,20 @@ func witnessAside(witnessDir, aside string, out io.Writer) error {
 // rebaseVerifier is the checkpoint key's verifier: beside the log, else in
 // brokerd's key file (when audit/ was emptied); nil when brokerd never made
 // a key, so no checkpoint can exist.
-func rebaseVerifier(dir, brokerDir string) (note.Verifier, error) {
-	vkey, err := os.ReadFile(filepath.Join(dir, audit.VerifierKeyName))
+func rebaseVerifier(dir, brokerDir string) (note.Verifiers, error) {
+	v, err := audit.ReadVerifierKey(filepath.Join(dir, audit.VerifierKeyName))
+	if err != nil || v != nil {
+		return v, err
+	}
+	key, err := os.ReadFile(filepath.Join(brokerDir, "checkpoint.key"))
 	if errors.Is(err, os.ErrNotExist) {
-		var key []byte
-		key, err = os.ReadFile(filepath.Join(brokerDir, "checkpoint.key"))
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, nil
-		}
-		_, v, _ := strings.Cut(string(key), "\n")
-		vkey = []byte(v)
+		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	v, err := note.NewVerifier(strings.TrimSpace(string(vkey)))
+	lines := strings.Split(strings.TrimSpace(string(key)), "\n")
+	v, err = audit.ReadVerifierKeyText(lines[1:])
 	if err != nil {
 		return nil, fmt.Errorf("audit rebase: checkpoint verifier key: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles/internal/config"
 
@@ -17,9 +18,12 @@ import (
 
 func initCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "init",
-		Usage:  "write a working layout: config with comments, safe example grants, memory/core.md",
-		Flags:  homeFlags(),
+		Name:  "init",
+		Usage: "write a working layout: config with comments, safe example grants, memory/core.md, the audit log's name",
+		Flags: append(homeFlags(), &cli.StringFlag{
+			Name: "audit-name", Usage: "the audit log's `NAME` (a-z, 0-9, dots, hyphens), kept in audit-name: its checkpoints' origin is NAME/boxmaker-audit " +
+				"(default: the host's name and 8 random hex digits)",
+		}),
 		Action: initHome,
 	}
 }
@@ -42,8 +46,15 @@ func initHome(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	etc := filepath.Dir(paths.Config)
+	name := cmd.String("audit-name")
+	if name == "" {
+		name = audit.NewName()
+	}
+	if !audit.ValidName(name) {
+		return usagef("init: --audit-name %q: letters a-z, digits, dots and hyphens, starting with a letter or digit, at most 64", name)
+	}
 	var existing []string
-	for _, f := range layout() {
+	for _, f := range append(layout(), layoutFile{path: audit.NameFile}) {
 		if _, err := os.Lstat(f.where(paths.Home, etc)); !errors.Is(err, fs.ErrNotExist) {
 			existing = append(existing, f.where(paths.Home, etc))
 		}
@@ -56,7 +67,7 @@ func initHome(_ context.Context, cmd *cli.Command) error {
 			return err
 		}
 	}
-	for _, f := range layout() {
+	for _, f := range append(layout(), layoutFile{false, audit.NameFile, 0o644, name + "\n"}) {
 		if err := f.write(paths.Home, etc); err != nil {
 			return err
 		}

@@ -48,7 +48,9 @@ func status(ctx context.Context, cmd *cli.Command) error {
 	up := st.Supervisor != 0 && alive(st.Supervisor)
 	if !up {
 		if all, err := systemdUnits(ctx); err == nil && anyServes(all, paths.Home) {
-			if down := unitsStatus(out, paths, all); down > 0 {
+			down := unitsStatus(out, paths, all)
+			printWitnessLine(out, paths) // under systemd as under up
+			if down > 0 {
 				return fmt.Errorf("status: %d roles not running", down)
 			}
 			return nil

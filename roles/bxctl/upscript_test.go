@@ -47,7 +47,7 @@ func TestModelScript(t *testing.T) {
 	paths := config.Paths{Home: dir, Config: filepath.Join(dir, "etc", "config.toml")}
 	for _, d := range daemonsFor(paths, roleEnv{upstream: config.ScriptedUpstream, script: text}, nil, true) {
 		has := slices.Contains(d.Env, config.ModelScriptEnv+"="+text)
-		if want := d.Name == "inferproxy"; has != want {
+		if want := d.Name == "inferproxy" || d.Name == "inspectd"; has != want {
 			t.Errorf("%s's environment %q: has the script %v, want %v", d.Name, d.Env, has, want)
 		}
 	}

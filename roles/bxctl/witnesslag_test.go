@@ -24,7 +24,7 @@ func checkpointFiles(t *testing.T, dir, keyName string, signer note.Signer, vkey
 	var data []byte
 	for _, seq := range seqs {
 		ts, _ := wire.TimestampOf(at.Add(time.Duration(seq) * time.Minute))
-		line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: "boxmaker audit /x", Seq: seq, Hash: wire.Hash32{fill, byte(seq)}, Time: ts,
+		_, line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: "x/boxmaker-audit", Seq: seq, Root: wire.Hash32{fill, byte(seq)}, Time: ts,
 			End: audit.Position{File: "2026-12-01.jsonl", Offset: int64(seq), Line: int(seq)}}, signer)
 		if err != nil {
 			t.Fatal(err)
@@ -43,7 +43,7 @@ func TestStatusShowsTheWitnessLag(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	now := at.Add(time.Hour)
 	home := config.Paths{Home: t.TempDir()}
-	if got := witnessLine(home, now); got != "" {
+	if got := witnessLine(home, config.DefaultAudit(), now); got != "" {
 		t.Errorf("no checkpoints yet: %q, want no line", got)
 	}
 	checkpointFiles(t, home.Join("audit"), audit.VerifierKeyName, signer, vkey, 1, at, 5, 9)
@@ -61,7 +61,7 @@ func TestStatusShowsTheWitnessLag(t *testing.T) {
 			"audit witness: DIFFERS: it holds seq 9 with hash 0209"},
 	} {
 		c.setup()
-		if got := witnessLine(home, now); !strings.HasPrefix(got, c.want) {
+		if got := witnessLine(home, config.DefaultAudit(), now); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}

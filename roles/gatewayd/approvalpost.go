@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"boxmaker/roles/gatewayd/internal/mattermost"
+	"boxmaker/roles/internal/termtext"
 	"boxmaker/wire"
 )
 
@@ -217,9 +218,18 @@ const maxSubjectRunes = 2000
 // offered on Mattermost at all (an owner must never approve what they were
 // shown only part of); its post says to answer it with boxmaker approvals.
 func offeredHere(r wire.ApprovalRequest) bool {
-	return utf8.RuneCountInString(r.Subject) <= maxSubjectRunes && !strings.ContainsAny(r.Subject, "\r\n") &&
-		utf8.RuneCountInString(r.Arguments) <= maxArgumentRunes
+	return utf8.RuneCountInString(shownSubject(r)) <= maxSubjectRunes && !strings.ContainsAny(r.Subject, "\r\n") &&
+		utf8.RuneCountInString(shownArguments(r)) <= maxArgumentRunes
 }
+
+// shownSubject and shownArguments are the subject and arguments as a post
+// shows them: every character a reader could not see (a bidi override, a
+// zero-width or other default ignorable character) as a visible escape, as
+// a terminal shows them, so that notes/to<U+034F>do.md cannot pass for
+// todo.md. The code span and block around them keep them from rendering.
+func shownSubject(r wire.ApprovalRequest) string { return termtext.Line(r.Subject) }
+
+func shownArguments(r wire.ApprovalRequest) string { return termtext.Clean(r.Arguments) }
 
 // approvalText is the approval as the owner reads it: the subject first and
 // whole, then grant, taint, expiry and id, the arguments whole as quoted
@@ -231,7 +241,7 @@ func approvalText(a *approval, approveEmoji, denyEmoji string) string {
 		return notOfferedText(a)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "#### Approval needed: %s %s\n", codeSpan(oneLine(r.Tool, 64)), codeSpan(r.Subject))
+	fmt.Fprintf(&b, "#### Approval needed: %s %s\n", codeSpan(oneLine(r.Tool, 64)), codeSpan(shownSubject(r)))
 	trust := ""
 	if r.SessionUntrusted {
 		trust = " (has read untrusted data)"
@@ -240,7 +250,7 @@ func approvalText(a *approval, approveEmoji, denyEmoji string) string {
 		codeSpan(oneLine(r.Grant, 64)), codeSpan(r.SessionTaint.String()), trust, codeSpan(r.Session.String()), r.Call)
 	fmt.Fprintf(&b, "**Expires** %s · **approval** %s\n", r.Expires, codeSpan(oneLine(r.Approval, 128)))
 	b.WriteString("**Arguments** (quoted data from the model: read them, do not follow them):\n")
-	b.WriteString(codeBlock(r.Arguments) + "\n")
+	b.WriteString(codeBlock(shownArguments(r)) + "\n")
 	if a.state == statePending {
 		fmt.Fprintf(&b, "\nReact with :%s: to approve or :%s: to deny, or reply `approve` or `deny` in this thread.", approveEmoji, denyEmoji)
 	} else {

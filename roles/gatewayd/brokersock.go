@@ -13,8 +13,8 @@ import (
 )
 
 // gateway.sock is the brokerd-gatewayd pair of the role table, served by
-// the shared gate: approval_request from brokerd's uids, one request at a
-// time per connection. brokerd withdraws an approval by closing the
+// the shared gate: approval_request and job_ended (jobended.go) from
+// brokerd's uids, one request at a time per connection. brokerd withdraws an approval by closing the
 // connection that holds its request, which ends the handler's context with
 // sock.ErrPeerGone.
 
@@ -29,6 +29,9 @@ func (g *gateway) serveBroker(ctx context.Context, ln *net.UnixListener, allowPe
 		gate.AllowPeer = allowPeer
 	}
 	gate.Handle = func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+		if end, ok := e.Msg.(wire.JobEnded); ok {
+			return g.answerJobEnded(end, reply)
+		}
 		return g.answerApproval(ctx, hctx, e.Msg.(wire.ApprovalRequest), reply)
 	}
 	g.log.Printf("serving %s", ln.Addr())

@@ -15,7 +15,7 @@ func (w *world) replyIn(t *testing.T, root, final string) mmdouble.Post {
 	var got mmdouble.Post
 	poll.Until(t, "the reply in thread "+root+" is final", func() bool {
 		for _, p := range w.mm.Thread(root) {
-			if p.UserID == w.bot.ID && strings.HasSuffix(p.Message, final) {
+			if p.UserID == w.bot.ID && strings.HasSuffix(p.Message, final+"\n```") {
 				got = p
 				return true
 			}
@@ -132,7 +132,7 @@ func TestLoopdDownIsSaid(t *testing.T) {
 	root := w.mm.Post(w.alice.ID, w.channel, "anyone there?")
 	poll.Until(t, "the reply says loopd is not reachable", func() bool {
 		for _, p := range w.mm.Thread(root.ID) {
-			if p.UserID == w.bot.ID && strings.Contains(p.Message, "_(the turn failed: loopd is not reachable") {
+			if p.UserID == w.bot.ID && strings.Contains(p.Message, "_the turn failed:_ `loopd is not reachable") {
 				return true
 			}
 		}

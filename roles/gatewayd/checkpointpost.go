@@ -84,9 +84,10 @@ func checkCheckpointPost(r wire.CheckpointPost) error {
 	return nil
 }
 
-// checkpointText is the post: what it is, then the note as signed.
+// checkpointText is the post: what it is, then the note as signed and
+// cosigned (the witness's copy carries brokerd's signature and its own).
 func checkpointText(r wire.CheckpointPost) string {
-	return fmt.Sprintf("**boxmaker audit checkpoint**, the last the witness took in the hour of %s: seq %d, hash `%s`.\n"+
-		"Keep this post: `boxmaker audit verify` fails when the log no longer holds this record (docs/deploy.md).\n```\n%s```",
+	return fmt.Sprintf("**boxmaker audit checkpoint**, the last the witness took in the hour of %s: seq %d, tree root `%s` (hex), as the witness holds it.\n"+
+		"Keep this post: `boxmaker audit verify` fails when the log no longer holds these records (docs/deploy.md).\n```\n%s```",
 		r.Time.Time().UTC().Format("2006-01-02 15:00 UTC"), r.Seq, r.Hash, r.Note)
 }

@@ -8,7 +8,10 @@
 // posting under that id; see classify). Each Mattermost thread is one
 // session ("mm-" and the thread's root id), and the reply is streamed into
 // a post in that thread by editing it at most once per edit_interval, with
-// one line per tool call and its outcome. brokerd dials
+// one line per tool call and its outcome. What loopd sends (the model's
+// reply, a tool's outcome, an error, a job's reply) is shown only quoted as
+// code, never rendered, and every post carries unsafe_links (quote.go): no
+// client or server fetches a URL a model wrote. brokerd dials
 // gateway.sock and holds one approval_request open per pending approval;
 // gatewayd posts it (the arguments fenced as quoted data) in the session's
 // thread, or in a direct message to the owner when the session is not one
@@ -20,7 +23,9 @@
 // It holds a job_deliveries request open on loop.sock and posts the reply
 // of each scheduled job run that loopd sends (jobs.go): to the owner's
 // direct messages or a configured channel, as the job file said, marked as
-// the job's.
+// the job's; but only for a run brokerd said, with job_ended on
+// gateway.sock, it minted and has ended, once, and under brokerd's job,
+// time, destination and outcome (jobended.go).
 //
 // witnessd dials its own gateway.sock (run/witnessd-gatewayd) with the last
 // audit checkpoint of each hour, checkpoint_post, and gatewayd posts the
@@ -33,11 +38,13 @@
 // that cannot be posted while Mattermost is down stays pending and is
 // posted when the server is back.
 //
-// gatewayd must never forward an approval, or an answer to one, to loopd;
+// gatewayd must never post a job's message on loopd's word alone; never
+// forward an approval, or an answer to one, to loopd;
 // never take an answer from anyone outside allow_users, from a bot, from an
 // integration posting under an allowlisted id, or on any post but the
 // approval's own; never log or pass on the bot token (it is read from the
 // secrets directory or systemd's credentials, never from config or argv);
-// never post a checkpoint note it could not show as it came; never write to
-// disk; and never import another role's package.
+// never post a checkpoint note it could not show as it came; never post
+// loopd's words as live Markdown; never write to disk; and never import
+// another role's package.
 package gatewayd

@@ -55,6 +55,7 @@ type Options struct {
 	HTTPClient  *http.Client         // nil: one with a 30 s timeout
 	RetryMin    time.Duration        // first delay before a reconnect or a repost; default 1s
 	RetryMax    time.Duration        // longest such delay; default 30s
+	JobEndWait  time.Duration        // how long a job's reply waits for brokerd's job_ended; default 1m
 }
 
 // gateway is one running gatewayd.
@@ -81,6 +82,8 @@ type gateway struct {
 	ignoredMarked *seenSet // integration posts already logged
 	chats         *chats
 	approvals     *approvals
+	jobEnds       *jobEnds       // brokerd's word on ended runs (jobended.go)
+	jobEndWait    time.Duration  // how long a job's reply waits for it
 	work          sync.WaitGroup // replies and edits in flight
 }
 
@@ -156,6 +159,7 @@ func newGateway(opts Options) (*gateway, error) {
 		seenPosts: newSeenSet(8192), seenReact: newSeenSet(8192), unanswered: newSeenSet(256), ignoredMarked: newSeenSet(1024),
 	}
 	g.chats = newChats(g)
+	g.jobEnds, g.jobEndWait = newJobEnds(), cmpOr(opts.JobEndWait, defaultJobEndWait)
 	g.approvals = newApprovals(g)
 	return g, nil
 }

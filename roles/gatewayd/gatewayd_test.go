@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
@@ -137,9 +138,22 @@ func TestCodeCannotBeClosed(t *testing.T) {
 
 func TestSplitAndSessionNames(t *testing.T) {
 	long := strings.Repeat("ab\n", 20000)
-	parts := splitRunes(long, maxPostRunes)
-	if strings.Join(parts, "") != long || len(parts) != 4 {
-		t.Errorf("%d parts, rejoined equal: %v", len(parts), strings.Join(parts, "") == long)
+	parts := quotedPosts("head", long, "tail")
+	var rejoined strings.Builder
+	for i, p := range parts {
+		if utf8.RuneCountInString(p) > maxPostRunes {
+			t.Errorf("part %d has %d runes", i, utf8.RuneCountInString(p))
+		}
+		p = strings.TrimPrefix(p, "head\n\n")
+		p = strings.TrimSuffix(p, "\n\ntail")
+		inner, ok := strings.CutPrefix(p, "```text\n")
+		if !ok || !strings.HasSuffix(inner, "\n```") {
+			t.Fatalf("part %d is no block of its own: %.40q", i, p)
+		}
+		rejoined.WriteString(strings.TrimSuffix(inner, "```"))
+	}
+	if rejoined.String() != long || len(parts) != 4 || !strings.HasPrefix(parts[0], "head\n\n") || !strings.HasSuffix(parts[3], "\n\ntail") {
+		t.Errorf("%d parts, rejoined equal: %v", len(parts), rejoined.String() == long)
 	}
 	s, err := sessionFor("Ab_cdefghijklmnopqrstuvwxyz")
 	if err != nil || s.String() != "mm-abcdefghijklmnopqrstuvwxyz" {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"boxmaker/roles/gatewayd/internal/mattermost"
@@ -18,8 +20,10 @@ import (
 // request open on loop.sock and posts each job_delivery frame loopd sends:
 // to the owner's direct messages ("mattermost") or to a channel
 // ("mattermost:<id>") that [gateway] channels lists, under a line that
-// marks it as the job's. Where a reply goes is the job file's, read by
-// loopd; gatewayd only refuses a channel it was not configured for.
+// marks it as the job's. A reply is posted only for a run brokerd told
+// gatewayd it minted and has ended (jobended.go), and where it goes is the
+// job file's as brokerd read it; gatewayd also refuses a channel it was
+// not configured for.
 
 // followJobs takes deliveries from loopd until ctx ends, dialling again
 // with backoff when loopd is down or restarts.
@@ -77,6 +81,13 @@ func (g *gateway) takeDeliveries(ctx context.Context) (took bool, err error) {
 // postDelivery posts one job's reply where it goes, split over posts when
 // one cannot hold it.
 func (g *gateway) postDelivery(ctx context.Context, d wire.JobDelivery) {
+	end, ok := g.jobEnds.take(ctx, d.Session, g.jobEndWait)
+	if !ok {
+		g.log.Printf("job %s: the reply loopd sent for session %s is not posted: brokerd has not said it minted that run and it ended, or it was posted already",
+			oneLine(d.Job, 64), d.Session)
+		return
+	}
+	d = asBrokerdSays(d, end)
 	channel, err := g.deliveryChannel(d.To)
 	if err != nil {
 		g.log.Printf("job %s: the reply of session %s is not posted: %v; it is in the session log", d.Job, d.Session, err)
@@ -84,7 +95,7 @@ func (g *gateway) postDelivery(ctx context.Context, d wire.JobDelivery) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	for _, chunk := range splitRunes(jobText(d, time.Now()), maxPostRunes) {
+	for _, chunk := range jobPosts(d, time.Now()) {
 		if _, err := retry(ctx, g, "posting a job's reply", func() (mattermost.Post, error) {
 			return g.mm.CreatePost(ctx, mattermost.Post{ChannelID: channel, Message: chunk})
 		}); err != nil {
@@ -114,9 +125,11 @@ func (g *gateway) deliveryChannel(to string) (string, error) {
 	return ch, nil
 }
 
-// jobText marks a reply as the job's: "**Job nightly** (scheduled 07:00
-// Europe/Berlin): …". The job's words are loopd's, shown, never acted on.
-func jobText(d wire.JobDelivery, now time.Time) string {
+// jobPosts marks a reply as the job's: "**Job nightly** (scheduled 07:00
+// Europe/Berlin):" and the reply quoted below it (quote.go), cut over posts
+// when one cannot hold it. The job's words are loopd's, shown, never acted
+// on, and never rendered.
+func jobPosts(d wire.JobDelivery, now time.Time) []string {
 	when := jobTime(d, now)
 	var why string
 	switch d.Trigger {
@@ -127,12 +140,23 @@ func jobText(d wire.JobDelivery, now time.Time) string {
 	default:
 		why = "run by the owner at " + when
 	}
-	head := fmt.Sprintf("**Job %s** (%s)", oneLine(d.Job, 64), why)
+	head := fmt.Sprintf("**Job %s** (%s)", jobName(d.Job), why)
 	if d.Outcome != wire.RunOK {
-		return head + " " + string(d.Outcome) + ": _" + oneLine(d.Content, 500) + "_"
+		return []string{head + " " + string(d.Outcome) + ": " + codeSpan(oneLine(d.Content, 500))}
 	}
-	return head + ": " + d.Content
+	return quotedPosts(head+":", d.Content, "")
 }
+
+// jobName is a job's id as a post shows it: as it is when it is a job id
+// as policy makes them, else quoted.
+func jobName(id string) string {
+	if jobID().MatchString(id) {
+		return id
+	}
+	return codeSpan(oneLine(id, 64))
+}
+
+var jobID = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`) })
 
 // jobTime shows a run's time in the job's zone (UTC for an every job),
 // with the date unless it is now's day there.

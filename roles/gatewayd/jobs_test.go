@@ -2,6 +2,7 @@ package gatewayd
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
 	"strings"
@@ -49,12 +50,34 @@ func startLoopJobs(t *testing.T, paths config.Paths) *loopJobs {
 }
 
 // delivery is one for the run of 2020-03-01 06:00 UTC, a day long past,
-// so that its post shows the date.
+// so that its post shows the date; each is of a session of its own.
 func delivery(t *testing.T, to, zone string, trig wire.RunTrigger, outcome wire.RunOutcome, content string) wire.JobDelivery {
 	t.Helper()
-	s, _ := wire.ParseSessionID("job-nightly-202003010600")
+	deliveries++
+	s, _ := wire.ParseSessionID(fmt.Sprintf("job-nightly-20200301060%d", deliveries%10))
 	at, _ := wire.TimestampOf(time.Date(2020, 3, 1, 6, 0, 0, 0, time.UTC))
 	return wire.JobDelivery{Job: "nightly", Session: s, Trigger: trig, Scheduled: at, TimeZone: zone, To: to, Outcome: outcome, Content: content}
+}
+
+var deliveries int
+
+// endedAs is brokerd's word on the run of d, as d says it.
+func endedAs(d wire.JobDelivery) wire.JobEnded {
+	return wire.JobEnded{Job: d.Job, Session: d.Session, Trigger: d.Trigger, Scheduled: d.Scheduled, TimeZone: d.TimeZone, To: d.To, Outcome: d.Outcome}
+}
+
+// jobEnded sends brokerd's job_ended and waits for gatewayd to note it.
+func (b *broker) jobEnded(e wire.JobEnded) {
+	b.t.Helper()
+	c, err := sock.Dial(b.path)
+	if err != nil {
+		b.t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Call(context.Background(), e, nil)
+	if noted, ok := res.(wire.JobEndedNoted); err != nil || !ok || noted.Session != e.Session {
+		b.t.Fatalf("job_ended: %#v, %v", res, err)
+	}
 }
 
 // A job's reply goes to the owner's direct messages or a configured
@@ -66,20 +89,28 @@ func TestJobRepliesArePostedWhereTheJobSays(t *testing.T) {
 	r := start(t, w, paths)
 	dm := w.mm.DirectChannel(w.bot.ID, w.alice.ID)
 
-	loop.queue <- delivery(t, "mattermost", "Europe/Berlin", wire.TriggerSchedule, wire.RunOK, "Three notes in the inbox.")
-	loop.queue <- delivery(t, "mattermost:"+w.quiet, "", wire.TriggerOwner, wire.RunOK, "not for the quiet channel")
-	loop.queue <- delivery(t, "mattermost:"+w.channel, "", wire.TriggerCatchUp, wire.RunFailed, "the run did not finish within max_turn (10m)")
+	for _, d := range []wire.JobDelivery{
+		delivery(t, "mattermost", "Europe/Berlin", wire.TriggerSchedule, wire.RunOK, "Three notes in the inbox."),
+		delivery(t, "mattermost:"+w.quiet, "", wire.TriggerOwner, wire.RunOK, "not for the quiet channel"),
+		delivery(t, "mattermost:"+w.channel, "", wire.TriggerCatchUp, wire.RunFailed, "the run did not finish within max_turn (10m)"),
+	} {
+		newBroker(t, paths).jobEnded(endedAs(d))
+		loop.queue <- d
+	}
 	var posts []string
 	poll.Until(t, "both replies are posted", func() bool {
 		posts = posts[:0]
 		for _, p := range w.mm.PostsBy(w.bot.ID) {
 			posts = append(posts, p.ChannelID+" "+p.Message)
+			if p.Props["unsafe_links"] != "true" {
+				t.Errorf("post %s lacks unsafe_links, so the server may preview its links", p.ID)
+			}
 		}
 		return len(posts) >= 2
 	})
 	want := []string{
-		dm + " **Job nightly** (scheduled 2020-03-01 07:00 Europe/Berlin): Three notes in the inbox.",
-		w.channel + " **Job nightly** (missed at 2020-03-01 06:00 UTC, caught up) failed: _the run did not finish within max_turn (10m)_",
+		dm + " **Job nightly** (scheduled 2020-03-01 07:00 Europe/Berlin):\n\n```text\nThree notes in the inbox.\n```",
+		w.channel + " **Job nightly** (missed at 2020-03-01 06:00 UTC, caught up) failed: `the run did not finish within max_turn (10m)`",
 	}
 	if strings.Join(posts, "\n") != strings.Join(want, "\n") {
 		t.Errorf("posts:\n%s\nwant:\n%s", strings.Join(posts, "\n"), strings.Join(want, "\n"))
@@ -92,11 +123,11 @@ func TestJobRepliesArePostedWhereTheJobSays(t *testing.T) {
 func TestJobTextShowsTheTimeInTheJobsZone(t *testing.T) {
 	d := delivery(t, "mattermost", "Europe/Berlin", wire.TriggerSchedule, wire.RunOK, "hi")
 	now := time.Date(2020, 3, 1, 12, 0, 0, 0, time.UTC)
-	if got := jobText(d, now); got != "**Job nightly** (scheduled 07:00 Europe/Berlin): hi" {
+	if got := jobPosts(d, now)[0]; got != "**Job nightly** (scheduled 07:00 Europe/Berlin):\n\n```text\nhi\n```" {
 		t.Errorf("today: %q", got)
 	}
 	d.Trigger, d.TimeZone = wire.TriggerOwner, ""
-	if got := jobText(d, now); got != "**Job nightly** (run by the owner at 06:00 UTC): hi" {
+	if got := jobPosts(d, now)[0]; got != "**Job nightly** (run by the owner at 06:00 UTC):\n\n```text\nhi\n```" {
 		t.Errorf("the owner's: %q", got)
 	}
 }

@@ -33,7 +33,8 @@ type toolLine struct {
 	call    wire.CallID
 	tool    string
 	args    string
-	outcome string
+	outcome string // loopd's words
+	waiting string // gatewayd's own Markdown while the call waits for approval
 }
 
 // apply takes one chat_event.
@@ -48,7 +49,7 @@ func (r *reply) apply(m wire.Message) error {
 	case wire.ToolCallEvent:
 		r.tools = append(r.tools, toolLine{call: e.Call, tool: e.Tool, args: e.Arguments, outcome: "running"})
 	case wire.ApprovalPendingEvent:
-		r.setOutcome(e.Call, fmt.Sprintf("waiting for approval %s (expires %s)", e.Approval, e.Expires))
+		r.setWaiting(e.Call, pendingOutcome(e))
 	case wire.ToolResultEvent:
 		r.setOutcome(e.Call, strings.TrimSpace(e.Outcome+": "+e.Detail))
 	default:
@@ -61,7 +62,15 @@ func (r *reply) apply(m wire.Message) error {
 func (r *reply) setOutcome(call wire.CallID, outcome string) {
 	for i := range r.tools {
 		if r.tools[i].call == call {
-			r.tools[i].outcome = outcome
+			r.tools[i].outcome, r.tools[i].waiting = outcome, ""
+		}
+	}
+}
+
+func (r *reply) setWaiting(call wire.CallID, waiting string) {
+	for i := range r.tools {
+		if r.tools[i].call == call {
+			r.tools[i].waiting = waiting
 		}
 	}
 }
@@ -74,40 +83,63 @@ func (r *reply) take() (string, bool) {
 	r.changed = false
 	// While streaming, what does not fit one post waits for the end, when
 	// final splits it over several.
-	return splitRunes(r.renderLocked(), maxPostRunes)[0], changed
+	return r.postsLocked()[0], changed
 }
 
-// render is the text to show now.
+// render is the first post of the text to show now.
 func (r *reply) render() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.renderLocked()
+	return r.postsLocked()[0]
 }
 
-func (r *reply) renderLocked() string {
-	body := r.text.String()
-	switch {
-	case r.done && r.err != nil:
-		body = strings.TrimSpace(body + "\n\n_(the turn failed: " + oneLine(r.err.Error(), 300) + ")_")
-	case r.done:
-		body = r.content
-	case body == "" && r.thinking:
-		body = "_thinking…_"
-	case body == "":
-		body = "…"
+// postsLocked is the reply as posts: the tool lines and gatewayd's own
+// words as Markdown, loopd's text (the model's reply, loopd's error) only
+// quoted (quote.go), so that nothing in it renders.
+func (r *reply) postsLocked() []string {
+	text := r.text.String()
+	if r.done && r.err == nil {
+		text = r.content
+	}
+	tail := ""
+	if r.done && r.err != nil {
+		tail = "_the turn failed:_ " + codeSpan(oneLine(r.err.Error(), 300))
 	}
 	head := r.toolLines()
-	if head != "" {
-		body = head + "\n\n" + body
+	if text != "" {
+		return quotedPosts(head, text, tail)
 	}
-	return body
+	status := tail
+	switch {
+	case status != "":
+	case r.thinking && !r.done:
+		status = "_thinking…_"
+	default:
+		status = "…"
+	}
+	return ownPosts(strings.TrimSpace(head + "\n\n" + status))
 }
 
-// toolLines is one compact line per tool call.
+// pendingOutcome says which approval a call waits for and where else it
+// is answered: an approval of a call in a secret session gets no post here
+// (brokerd keeps it on the host, gateway.secret_approvals), so the line
+// names the command that answers it on the host. It is Markdown of
+// gatewayd's own, loopd's words in it code spans.
+func pendingOutcome(e wire.ApprovalPendingEvent) string {
+	id := oneLine(e.Approval, 64)
+	return fmt.Sprintf("waiting for approval %s (expires %s); on the host: %s", codeSpan(id), e.Expires, codeSpan("boxmaker approve "+id))
+}
+
+// toolLines is one compact line per tool call; loopd's words in it are
+// code spans.
 func (r *reply) toolLines() string {
 	var lines []string
 	for _, t := range r.tools {
-		lines = append(lines, fmt.Sprintf("• %s %s → %s", codeSpan(oneLine(t.tool, 40)), codeSpan(oneLine(t.args, 80)), oneLine(t.outcome, 120)))
+		outcome := t.waiting
+		if outcome == "" {
+			outcome = codeSpan(oneLine(t.outcome, 120))
+		}
+		lines = append(lines, fmt.Sprintf("• %s %s → %s", codeSpan(oneLine(t.tool, 40)), codeSpan(oneLine(t.args, 80)), outcome))
 	}
 	return strings.Join(lines, "\n")
 }
@@ -121,22 +153,9 @@ func (r *reply) finish(content string, err error) {
 
 // final is the finished reply cut into posts that each fit.
 func (r *reply) final() []string {
-	return splitRunes(r.render(), maxPostRunes)
-}
-
-// splitRunes cuts s into pieces of at most n runes, at a line break when
-// one is near the end of a piece.
-func splitRunes(s string, n int) []string {
-	var out []string
-	for utf8.RuneCountInString(s) > n {
-		cut := len(string([]rune(s)[:n]))
-		if nl := strings.LastIndexByte(s[:cut], '\n'); nl > cut/2 {
-			cut = nl + 1
-		}
-		out = append(out, s[:cut])
-		s = s[cut:]
-	}
-	return append(out, s)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.postsLocked()
 }
 
 // oneLine folds s onto one line and cuts it at n runes.
@@ -149,8 +168,12 @@ func oneLine(s string, n int) string {
 }
 
 // codeSpan writes s as inline code that no backtick inside can end: the
-// delimiter is one backtick longer than the longest run in s.
+// delimiter is one backtick longer than the longest run in s. A line break
+// would let a heading or a fence start inside it, so s must be one line
+// (oneLine); U+2424, which the web client's Markdown reads as a line
+// break, is shown as the escape \u2424.
 func codeSpan(s string) string {
+	s = strings.ReplaceAll(s, "\u2424", `\u2424`)
 	run := longestRun(s, '`')
 	if run == 0 {
 		return "`" + s + "`"

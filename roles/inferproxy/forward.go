@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 )
 
@@ -30,6 +31,7 @@ type proxy struct {
 	allowPeer func(sock.Peer) bool // nil: the table's
 	log       *log.Logger
 	transport *http.Transport
+	inspect   config.Inspect // whose reserved slot loopd may not use
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -43,6 +45,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("the request body of %d bytes is over the cap of %d", r.ContentLength, MaxRequestBytes))
 		return
 	}
+	if r.Method == http.MethodPost && r.URL.Path == chatPath && !p.slotAllowed(w, r) {
+		return
+	}
 	resp, err := p.transport.RoundTrip(p.outgoing(w, r))
 	if err != nil {
 		p.upstreamFailed(w, r, err)
@@ -53,6 +58,33 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	suppressDefaults(w.Header())
 	w.WriteHeader(resp.StatusCode)
 	p.relay(w, r, resp.Body)
+}
+
+// slotAllowed reads a chat request's body and reports whether it may go
+// upstream (slotRefusal); when not, it has answered the client.
+func (p *proxy) slotAllowed(w http.ResponseWriter, r *http.Request) bool {
+	body, err := readBody(w, r)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		p.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("the request body is over the cap of %d bytes", MaxRequestBytes))
+		return false
+	case err != nil:
+		p.fail(w, http.StatusBadRequest, "invalid_request_error", "the request body could not be read")
+		return false
+	}
+	why, err := p.slotRefusal(r, body)
+	if err != nil {
+		p.upstreamFailed(w, r, err)
+		return false
+	}
+	if why != "" {
+		// Logged: loopd never sends these, so one is a bug or a probe.
+		p.log.Printf("refused %s %s: %s", r.Method, r.URL.Path, why)
+		p.fail(w, http.StatusForbidden, "permission_error", why)
+		return false
+	}
+	return true
 }
 
 // allowed reports whether r is one of the routes, by its decoded path

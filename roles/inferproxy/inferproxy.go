@@ -7,15 +7,13 @@ import (
 	"log"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
-	"boxmaker/roles/internal/llamadouble"
 	"boxmaker/roles/internal/sock"
+	"boxmaker/roles/internal/upstream"
 
 	"github.com/urfave/cli/v3"
 )
@@ -41,18 +39,14 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if !ok {
 		return errors.New("the role table has no loopd-inferproxy pair")
 	}
-	upstream := cfg.Infer.Upstream
-	if upstream == config.ScriptedUpstream {
-		if upstream, err = serveScriptedModel(ctx); err != nil {
+	up := cfg.Infer.Upstream
+	if up == config.ScriptedUpstream {
+		if up, err = upstream.ServeScripted(ctx, 1); err != nil {
 			return err
 		}
 		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
 	}
-	inspectPair, ok := roles.PairOf("brokerd", "inferproxy")
-	if !ok {
-		return errors.New("the role table has no brokerd-inferproxy pair")
-	}
-	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: upstream, InspectSocket: inspectPair.Path(paths), InspectSlot: cfg.Inspect.Slot})
+	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: up, InspectSlot: cfg.Inspect.Slot})
 }
 
 // Options is what inferproxy needs; Main and tests fill it, and a zero
@@ -62,17 +56,17 @@ type Options struct {
 	Upstream  string               // http://host:port, optionally with a path prefix; required
 	AllowPeer func(sock.Peer) bool // who may connect; nil: loopd's uids (roles.PeerUIDs)
 	Log       *log.Logger          // nil: standard error
-	// InspectSocket is where Main creates brokerd's infer.sock for the
-	// inspect tool's quarantined questions; "" serves none.
-	InspectSocket string
-	InspectSlot   int                  // the slot those questions use; -1: the server's last
-	InspectPeer   func(sock.Peer) bool // who may ask; nil: brokerd's uids
+	// InspectSlot is [inspect] slot: the slot inspectd asks on, which no
+	// chat request of loopd's may name (config.Inspect.ReservedSlot). It
+	// takes no default: 0 is slot 0, and -1, the key's default, is the
+	// server's last.
+	InspectSlot int
 }
 
 // Main checks the upstream, listens on opts.Socket and serves until ctx
 // ends. A bad upstream is an error before the socket exists.
 func Main(ctx context.Context, opts Options) error {
-	if _, err := parseUpstream(opts.Upstream); err != nil {
+	if _, err := upstream.Parse(opts.Upstream); err != nil {
 		return fmt.Errorf("inferproxy: %w", err)
 	}
 	ln, err := sock.Listen(opts.Socket)
@@ -80,48 +74,7 @@ func Main(ctx context.Context, opts Options) error {
 		return fmt.Errorf("inferproxy: %w", err)
 	}
 	defer ln.Close()
-	if opts.InspectSocket == "" {
-		return Serve(ctx, ln, opts)
-	}
-	inspectCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	stopInspect, err := startInspect(inspectCtx, opts)
-	if err != nil {
-		return fmt.Errorf("inferproxy: %w", err)
-	}
-	err = Serve(ctx, ln, opts)
-	cancel() // loopd's side has stopped: so does brokerd's
-	return errors.Join(err, stopInspect())
-}
-
-// startInspect serves brokerd's pair beside loopd's until ctx ends; the
-// function it returns waits for that and says why it stopped.
-func startInspect(ctx context.Context, opts Options) (func() error, error) {
-	lg := opts.Log
-	if lg == nil {
-		lg = log.New(os.Stderr, "inferproxy: ", 0)
-	}
-	up, err := parseUpstream(opts.Upstream)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := sock.ServerFor("brokerd", "inferproxy", lg)
-	if err != nil {
-		return nil, err
-	}
-	if opts.InspectPeer != nil {
-		srv.AllowPeer = opts.InspectPeer
-	}
-	ln, err := sock.Listen(opts.InspectSocket)
-	if err != nil {
-		return nil, err
-	}
-	done := make(chan error, 1)
-	go func() {
-		defer ln.Close()
-		done <- serveInspect(ctx, ln, srv, newQuarantine(up, opts.InspectSlot, lg))
-	}()
-	return func() error { return <-done }, nil
+	return Serve(ctx, ln, opts)
 }
 
 // shutdownGrace is how long a stopping inferproxy lets replies in flight
@@ -179,35 +132,9 @@ func (p *proxy) gate(ln *net.UnixListener) (*sock.Listener, error) {
 	return gate, nil
 }
 
-// parseUpstream accepts http or https, a host, and at most a path prefix:
-// no credentials (they would sit in a config file), no query, no fragment.
-func parseUpstream(raw string) (*url.URL, error) {
-	if raw == "" {
-		return nil, errors.New("no upstream llama-server: set [infer] upstream = \"http://host:port\", or BOXMAKER_UPSTREAM")
-	}
-	u, err := url.Parse(raw)
-	switch {
-	case !strings.Contains(raw, "://"):
-		return nil, fmt.Errorf("upstream %q: the scheme must be http or https, as in http://127.0.0.1:8080", raw)
-	case err != nil:
-		return nil, fmt.Errorf("upstream %q: %w", raw, err)
-	case u.Scheme != "http" && u.Scheme != "https":
-		return nil, fmt.Errorf("upstream %q: the scheme must be http or https, as in http://127.0.0.1:8080", raw)
-	case u.Host == "" || u.Opaque != "":
-		return nil, fmt.Errorf("upstream %q has no host", raw)
-	case u.User != nil:
-		return nil, fmt.Errorf("upstream %q: credentials do not belong in the URL", u.Redacted())
-	case u.RawQuery != "" || u.Fragment != "" || u.ForceQuery:
-		return nil, fmt.Errorf("upstream %q: a query or fragment means nothing here", raw)
-	}
-	u.Path = strings.TrimRight(u.Path, "/")
-	u.RawPath = ""
-	return u, nil
-}
-
 // newProxy fills the defaults of opts.
 func newProxy(opts Options) (*proxy, error) {
-	up, err := parseUpstream(opts.Upstream)
+	up, err := upstream.Parse(opts.Upstream)
 	if err != nil {
 		return nil, err
 	}
@@ -215,53 +142,10 @@ func newProxy(opts Options) (*proxy, error) {
 	if !ok {
 		return nil, errors.New("the role table has no loopd-inferproxy pair")
 	}
-	p := &proxy{upstream: up, routes: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: newTransport()}
+	p := &proxy{upstream: up, routes: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: upstream.Transport(),
+		inspect: config.Inspect{Slot: opts.InspectSlot}}
 	if p.log == nil {
 		p.log = log.New(os.Stderr, "inferproxy: ", 0)
 	}
 	return p, nil
 }
-
-// newTransport is inferproxy's own: no proxy from the environment, no
-// transparent decompression (which would change the bytes), no HTTP/2, and
-// no time limit on a response, since prompt processing on a slow machine
-// can take minutes before the first byte; loopd's request decides.
-func newTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:               nil,
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 10 * time.Second,
-		DisableCompression:  true,
-		ForceAttemptHTTP2:   false,
-		MaxIdleConns:        32,
-		MaxIdleConnsPerHost: 32,
-		IdleConnTimeout:     90 * time.Second,
-		WriteBufferSize:     64 << 10,
-		ReadBufferSize:      64 << 10,
-	}
-}
-
-// serveScriptedModel starts the double on a loopback port for as long as
-// ctx lasts and returns its URL. It answers with the script up gave in
-// config.ModelScriptEnv (boxmaker up --model-script), else the default one.
-func serveScriptedModel(ctx context.Context) (string, error) {
-	script := llamadouble.DefaultScript()
-	if text := os.Getenv(config.ModelScriptEnv); text != "" {
-		s, err := llamadouble.ParseScript([]byte(text))
-		if err != nil {
-			return "", fmt.Errorf("the model script (%s): %w", config.ModelScriptEnv, err)
-		}
-		script = s
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	go llamadouble.New(llamadouble.Options{Script: script, MaxRecorded: scriptedRecorded}).Serve(ctx, ln)
-	return "http://" + ln.Addr().String(), nil
-}
-
-// scriptedRecorded bounds what the scripted model keeps of the requests it
-// answered: nothing reads them under up, and keeping them all grew
-// inferproxy by every prompt of every turn (issue 14).
-const scriptedRecorded = 8

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -160,7 +161,8 @@ func TestOwnerResumesOnly(t *testing.T) {
 	}
 }
 
-// TestSlotsAreShared: sessions spread over the server's slots.
+// TestSlotsAreShared: sessions spread over the server's slots, all but
+// inspect's, the last by default (issue 23), which inferproxy refuses.
 func TestSlotsAreShared(t *testing.T) {
 	e := newEnv(t, envOptions{script: toolScript, slots: 3})
 	var slots []uint32
@@ -168,8 +170,26 @@ func TestSlotsAreShared(t *testing.T) {
 		s := e.mustChat("", "hello").done.Session.String()
 		slots = append(slots, e.readLog(s, 1)[0].(wire.SessionStart).Slot)
 	}
-	if slots[0] != 0 || slots[1] != 1 || slots[2] != 2 || slots[3] != 0 {
-		t.Errorf("slots %v, want 0 1 2 0", slots)
+	if !slices.Equal(slots, []uint32{0, 1, 0, 1}) {
+		t.Errorf("slots %v, want 0 1 0 1", slots)
+	}
+}
+
+// A session whose slot is inspect's, or past the server's slots, names
+// another in its requests: inferproxy would refuse it.
+func TestChatSlotAvoidsInspectsOwn(t *testing.T) {
+	last := config.Inspect{Slot: -1}
+	for _, c := range []struct {
+		slot, slots uint32
+		inspect     config.Inspect
+		want        uint32
+	}{
+		{0, 3, last, 0}, {1, 3, last, 1}, {2, 3, last, 0}, {4, 3, last, 1}, {5, 3, last, 0},
+		{0, 1, last, 0}, {0, 3, config.Inspect{Slot: 0}, 1}, {2, 3, config.Inspect{Slot: 0}, 2},
+	} {
+		if got := chatSlot(c.slot, c.slots, c.inspect); got != c.want {
+			t.Errorf("chatSlot(%d of %d, [inspect] slot %d) = %d, want %d", c.slot, c.slots, c.inspect.Slot, got, c.want)
+		}
 	}
 }
 
@@ -200,7 +220,8 @@ func TestBadLoopConfigRefusesToStart(t *testing.T) {
 // keep their caches, and messages to one session take turns rather than
 // interleave.
 func TestConcurrentTurns(t *testing.T) {
-	e := newEnv(t, envOptions{script: toolScript, slots: 3})
+	// Three sessions, three slots for them, and inspect's, the last.
+	e := newEnv(t, envOptions{script: toolScript, slots: 4})
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for i := range 8 {

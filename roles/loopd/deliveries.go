@@ -12,8 +12,10 @@ import (
 // gatewayd takes them. gatewayd is the only role that talks to Mattermost,
 // and it dials loopd (never the reverse), so it subscribes with
 // job_deliveries on its own socket and loopd answers with one job_delivery
-// frame per reply, for as long as the connection lasts. gatewayd posts what
-// it is given where the job file said; it decides nothing.
+// frame per reply, for as long as the connection lasts. gatewayd posts a
+// reply only for a run brokerd told it ended (job_ended), under brokerd's
+// fields: what loopd says of a run beyond its reply's text counts for
+// nothing there.
 //
 // The queue is memory only and bounded: a reply not taken before loopd
 // stops, or past the bound, stays in the session log only, which is where

@@ -47,7 +47,7 @@ func (l *loopd) create(ctx context.Context, ss *session) (*epochState, error) {
 	if err := syncDir(l.store.dir); err != nil {
 		return nil, err
 	}
-	slot := l.store.chooseSlot(ss, props.Slots)
+	slot := l.store.chooseSlot(ss, props.Slots, l.inspect)
 	st, err := l.startEpoch(ctx, ss, 1, slot, "", 1)
 	if err != nil {
 		return nil, err

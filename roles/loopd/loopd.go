@@ -43,13 +43,16 @@ type Options struct {
 
 // loopd is one running loopd.
 type loopd struct {
-	cfg    config.Loop
-	paths  config.Paths
-	log    *log.Logger
-	clock  func() time.Time
-	infer  *inferClient
-	broker *brokerConns // broker.sock, dialled per turn and bounded
-	store  *store
+	cfg   config.Loop
+	paths config.Paths
+	// inspect says which slot is inspect's own, which no session gets
+	// (config.Inspect.ReservedSlot): inferproxy refuses it to loopd.
+	inspect config.Inspect
+	log     *log.Logger
+	clock   func() time.Time
+	infer   *inferClient
+	broker  *brokerConns // broker.sock, dialled per turn and bounded
+	store   *store
 
 	sched      *scheduler  // scheduled jobs (scheduler.go)
 	deliveries *deliveries // job replies for gatewayd (deliveries.go)
@@ -94,7 +97,7 @@ func start(opts Options) (*loopd, error) {
 		return nil, err
 	}
 	l := &loopd{
-		cfg: cfg.Loop, paths: opts.Paths, log: opts.Log, clock: opts.Clock, store: st,
+		cfg: cfg.Loop, paths: opts.Paths, inspect: cfg.Inspect, log: opts.Log, clock: opts.Clock, store: st,
 		infer:  newInferClient(socketPath(opts.Paths, "loopd", "inferproxy")),
 		broker: newBrokerConns(socketPath(opts.Paths, "loopd", "brokerd"), cfg.Broker.MaxConnections),
 	}

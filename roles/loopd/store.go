@@ -9,12 +9,14 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
 	"time"
 
+	"boxmaker/roles/internal/config"
 	"boxmaker/wire"
 )
 
@@ -131,10 +133,10 @@ func (s *store) newID() (wire.SessionID, error) {
 }
 
 // chooseSlot gives a new session the slot that the fewest other sessions
-// hold (the lowest on a tie), so that sessions share slots evenly. The
-// choice is reserved at once, so that sessions created side by side
-// spread too.
-func (s *store) chooseSlot(ss *session, slots uint32) uint32 {
+// hold (the lowest on a tie), so that sessions share slots evenly, never
+// inspect's own. The choice is reserved at once, so that sessions created
+// side by side spread too.
+func (s *store) chooseSlot(ss *session, slots uint32, inspect config.Inspect) uint32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	count := make([]int, slots)
@@ -143,8 +145,24 @@ func (s *store) chooseSlot(ss *session, slots uint32) uint32 {
 			count[other.slot]++
 		}
 	}
+	if reserved, ok := inspect.ReservedSlot(int(slots)); ok {
+		count[reserved] = math.MaxInt
+	}
 	ss.slot, ss.slotted = uint32(slices.Index(count, slices.Min(count))), true
 	return ss.slot
+}
+
+// chatSlot is the slot a session's requests name: its own, unless the
+// server has fewer slots now (it would wrap the id) or its slot is
+// inspect's, which inferproxy refuses (a session begun before the slot
+// was kept apart, or under another [inspect] slot); then another, at the
+// cost of that slot's cache.
+func chatSlot(slot, slots uint32, inspect config.Inspect) uint32 {
+	slot %= max(slots, 1)
+	if reserved, ok := inspect.ReservedSlot(int(slots)); ok && int(slot) == reserved {
+		slot = (slot + 1) % slots
+	}
+	return slot
 }
 
 // update records what a turn changed, for session_list.

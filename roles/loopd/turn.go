@@ -142,7 +142,7 @@ func (l *loopd) request(ctx context.Context, st *epochState, more ...wire.LogRec
 	recs := append(st.records[:len(st.records):len(st.records)], more...)
 	return chatRequest{
 		Messages: messages(st.prompt, props.Markers, recs), Tools: tools(st.prompt.Tools),
-		Stream: true, CachePrompt: true, IDSlot: int64(st.slot),
+		Stream: true, CachePrompt: true, IDSlot: int64(chatSlot(st.slot, props.Slots, l.inspect)),
 	}, nil
 }
 

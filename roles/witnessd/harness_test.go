@@ -2,24 +2,27 @@ package witnessd
 
 import (
 	"context"
-	"encoding/json"
+	"encoding/base64"
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
+	"golang.org/x/mod/sumdb/tlog"
 )
 
-const testOrigin = "boxmaker audit /test/home"
+const testOrigin = "test-home/boxmaker-audit"
 
-// key is a checkpoint key as brokerd makes one.
 type key struct {
 	signer note.Signer
 	vkey   string
@@ -27,7 +30,7 @@ type key struct {
 
 func newKey(t *testing.T) key {
 	t.Helper()
-	skey, vkey, err := note.GenerateKey(nil, "boxmaker-audit")
+	skey, vkey, err := note.GenerateKey(nil, testOrigin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,34 +41,66 @@ func newKey(t *testing.T) key {
 	return key{signer: s, vkey: vkey}
 }
 
-// note signs a checkpoint of seq whose hash is made of fill, at time at.
-func (k key) note(t *testing.T, seq uint64, fill byte, at string) string {
+// ckpt is a signed checkpoint of a test log: seq records, record i of the
+// log of fill being "record i of fill" (another fill is another log).
+type ckpt struct {
+	msg  string
+	seq  uint64
+	fill byte
+}
+
+// treeOf is the stored hashes of the log of fill up to n records.
+func treeOf(n uint64, fill byte) tlog.HashReaderFunc {
+	var hashes []tlog.Hash
+	r := tlog.HashReaderFunc(func(ix []int64) ([]tlog.Hash, error) {
+		out := make([]tlog.Hash, len(ix))
+		for i, x := range ix {
+			out[i] = hashes[x]
+		}
+		return out, nil
+	})
+	for i := range int64(n) {
+		h, _ := tlog.StoredHashes(i, fmt.Appendf(nil, "record %d of %d", i, fill), r)
+		hashes = append(hashes, h...)
+	}
+	return r
+}
+
+func (k key) note(t *testing.T, seq uint64, fill byte, at string) ckpt {
 	t.Helper()
 	return k.noteOf(t, testOrigin, seq, fill, at)
 }
 
-// noteOf signs a checkpoint of another log's origin.
-func (k key) noteOf(t *testing.T, origin string, seq uint64, fill byte, at string) string {
+func (k key) noteOf(t *testing.T, origin string, seq uint64, fill byte, _ string) ckpt {
 	t.Helper()
-	ts, err := wire.ParseTimestamp(at)
+	root, err := tlog.TreeHash(int64(seq), treeOf(seq, fill))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var h wire.Hash32
-	h[0], h[31] = fill, byte(seq)
-	line, err := audit.SignCheckpoint(audit.Checkpoint{Origin: origin, Seq: seq, Hash: h, Time: ts,
-		End: audit.Position{File: "2026-12-01.jsonl", Offset: int64(seq) * 100, Line: int(seq)}}, k.signer)
+	msg, _, err := audit.SignCheckpoint(audit.Checkpoint{Origin: origin, Seq: seq, Root: wire.Hash32(root)}, k.signer)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var msg string
-	if err := json.Unmarshal(line, &msg); err != nil {
-		t.Fatal(err)
-	}
-	return msg
+	return ckpt{msg: string(msg), seq: seq, fill: fill}
 }
 
-// harness is a witnessd serving on a socket in a temporary directory.
+// proofFrom is the consistency proof from old records to c's, in c's log.
+func proofFrom(t *testing.T, old uint64, c ckpt) []string {
+	t.Helper()
+	out := []string{}
+	if old == 0 || old > c.seq {
+		return out
+	}
+	p, err := tlog.ProveTree(int64(c.seq), int64(old), treeOf(c.seq, c.fill))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range p {
+		out = append(out, base64.StdEncoding.EncodeToString(h[:]))
+	}
+	return out
+}
+
 type harness struct {
 	dir, path string
 	logs      *syncbuf.Buffer
@@ -87,6 +122,7 @@ func startWitness(t *testing.T, opts Options) *harness {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- Serve(ctx, ln, opts) }()
+	poll.Until(t, "witnessd serves", func() bool { return strings.Contains(h.logs.String(), "serving on") })
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -97,7 +133,17 @@ func startWitness(t *testing.T, opts Options) *harness {
 }
 
 // submit sends one checkpoint_submit and returns the answer.
-func (h *harness) submit(t *testing.T, k key, msg string) wire.Message {
+// submit sends c with an honest proof from the size the witness holds.
+func (h *harness) submit(t *testing.T, k key, c ckpt) wire.Message {
+	t.Helper()
+	var old uint64
+	if held := h.held(t); len(held) > 0 {
+		old = held[len(held)-1].Seq
+	}
+	return h.call(t, wire.CheckpointAdd{Key: k.vkey, Old: old, Proof: proofFrom(t, old, c), Note: c.msg})
+}
+
+func (h *harness) call(t *testing.T, m wire.Message) wire.Message {
 	t.Helper()
 	c, err := sock.Dial(h.path)
 	if err != nil {
@@ -106,14 +152,13 @@ func (h *harness) submit(t *testing.T, k key, msg string) wire.Message {
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	res, err := c.Call(ctx, wire.CheckpointSubmit{Key: k.vkey, Note: msg}, nil)
+	res, err := c.Call(ctx, m, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return res
 }
 
-// held is what the witness's directory holds, read as `audit verify` reads it.
 func (h *harness) held(t *testing.T) []audit.Checkpoint {
 	t.Helper()
 	cps, err := audit.ReadWitness(h.dir)

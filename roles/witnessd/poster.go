@@ -50,7 +50,7 @@ func newPoster(opts Options) (*poster, error) {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("witnessd: %s: %w", postedName, err)
 	}
-	v, err := audit.ReadVerifierKey(filepath.Join(opts.Dir, audit.WitnessKeyName))
+	v, err := audit.WitnessKeys(opts.Dir)
 	if err != nil || v == nil {
 		return p, err
 	}
@@ -129,7 +129,7 @@ func (p *poster) post(ctx context.Context, cp audit.Checkpoint) (string, error) 
 	defer c.Close()
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	res, err := c.Call(ctx, wire.CheckpointPost{Seq: cp.Seq, Hash: cp.Hash, Time: cp.Time, Note: cp.Note()}, nil)
+	res, err := c.Call(ctx, wire.CheckpointPost{Seq: cp.Seq, Hash: cp.ID(), Time: cp.Time, Note: cp.Note()}, nil)
 	if err != nil {
 		return "", err
 	}

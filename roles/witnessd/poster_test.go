@@ -5,6 +5,7 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -72,15 +73,19 @@ func TestLastCheckpointOfEachHourIsPosted(t *testing.T) {
 	now.Store(time.Date(2026, 12, 1, 10, 40, 0, 0, time.UTC))
 	dir := t.TempDir()
 	opts := Options{Dir: dir, Gateway: g.path, Log: log.New(os.Stderr, "", 0), Clock: func() time.Time { return now.Load().(time.Time) }}
-	st := &store{dir: dir, origin: testOrigin, log: opts.Log}
+	st := &store{dir: dir, origin: testOrigin, log: opts.Log, clock: opts.Clock}
 	p, err := newPoster(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := newKey(t)
+	var old uint64
 	take := func(seq uint64, at string) {
 		t.Helper()
-		cp, took, err := st.submit(k.vkey, k.note(t, seq, 1, at))
+		c := k.note(t, seq, 1, at)
+		cp, took, err := st.add(wire.CheckpointAdd{Key: k.vkey, Old: old, Proof: proofFrom(t, old, c), Note: c.msg})
+		old = seq
+		cp.Time = mustTS(t, at) // the test's clock, not the cosignature's
 		if err != nil || !took {
 			t.Fatalf("submit seq %d: %v %v", seq, took, err)
 		}
@@ -123,10 +128,19 @@ func TestLastCheckpointOfEachHourIsPosted(t *testing.T) {
 // A running witnessd with a gateway posts by itself.
 func TestWitnessdPostsThroughGatewayd(t *testing.T) {
 	g := startFakeGateway(t)
-	h := startWitness(t, Options{Gateway: g.path, PostEvery: 5 * time.Millisecond})
+	var now atomic.Value
+	now.Store(time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC))
+	h := startWitness(t, Options{Gateway: g.path, PostEvery: 5 * time.Millisecond, Clock: func() time.Time { return now.Load().(time.Time) }})
 	k := newKey(t)
-	wantWitnessed(t, h.submit(t, k, k.note(t, 3, 1, "2026-12-01T10:00:00.000Z")), 3)
+	wantWitnessed(t, h.submit(t, k, k.note(t, 3, 1, "2026-12-01T10:00:00.000Z")), 3) // cosigned at 10:00
+	now.Store(time.Date(2026, 12, 1, 11, 5, 0, 0, time.UTC))
 	poll.Until(t, "the checkpoint of an ended hour is posted", func() bool { return len(g.seqs()) == 1 })
+	g.mu.Lock()
+	post := g.posts[0]
+	g.mu.Unlock()
+	if !strings.Contains(post.Note, "\n— test-home/boxmaker-witness ") || !strings.Contains(post.Note, "\n— "+testOrigin+" ") {
+		t.Errorf("the post carries no cosigned checkpoint (brokerd's signature and the witness's):\n%s", post.Note)
+	}
 }
 
 // After the owner's rebase the witness takes the new chain from seq 1: the

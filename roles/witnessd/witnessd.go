@@ -32,11 +32,15 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
+	origin, err := audit.LoadOrigin(paths.Home)
+	if err != nil {
+		return err
+	}
 	pair, ok := roles.PairOf("brokerd", "witnessd")
 	if !ok {
 		return errors.New("the role table has no brokerd-witnessd pair")
 	}
-	opts := Options{Socket: pair.Path(paths), Dir: paths.Join("witness"), Origin: audit.OriginOf(paths.Home),
+	opts := Options{Socket: pair.Path(paths), Dir: paths.Join("witness"), Origin: origin,
 		Log: log.New(cmd.Root().ErrWriter, "witnessd: ", 0)}
 	if cfg.Gateway != nil {
 		gw, _ := roles.PairOf("witnessd", "gatewayd")
@@ -49,7 +53,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 type Options struct {
 	Socket    string               // where Main creates witness.sock
 	Dir       string               // witness/: the trusted key and the checkpoints taken
-	Origin    string               // the origin line of brokerd's checkpoints (audit.OriginOf)
+	Origin    string               // the origin line of brokerd's checkpoints (audit.LoadOrigin)
 	Gateway   string               // gatewayd's socket for the hourly post; "" for none
 	AllowPeer func(sock.Peer) bool // who may connect; nil: brokerd's uids (roles.PeerUIDs)
 	Log       *log.Logger          // nil: standard error
@@ -81,7 +85,14 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	if err := os.MkdirAll(opts.Dir, 0o700); err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
-	w := &witness{store: &store{dir: opts.Dir, origin: opts.Origin, log: opts.Log}, log: opts.Log}
+	if _, err := loadCosigner(opts.Dir, opts.Origin, opts.Clock, opts.Log.Printf); err != nil { // made at the first start
+		return err
+	}
+	w := &witness{store: &store{dir: opts.Dir, origin: opts.Origin, log: opts.Log, clock: opts.Clock}, log: opts.Log}
+	if err := w.store.check(); err != nil {
+		opts.Log.Printf("cannot tell the newest checkpoint it holds, so it takes none: %v", err)
+		return fmt.Errorf("witnessd: %s cannot be read: %w", opts.Dir, err)
+	}
 	if opts.Gateway != "" {
 		p, err := newPoster(opts)
 		if err != nil {
@@ -98,7 +109,12 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 		gate.AllowPeer = opts.AllowPeer
 	}
 	gate.Handle = func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		return reply(wire.Envelope{Final: true, Msg: w.submit(e.Msg.(wire.CheckpointSubmit))})
+		switch m := e.Msg.(type) {
+		case wire.CheckpointAdd:
+			return reply(wire.Envelope{Final: true, Msg: w.add(m)})
+		default:
+			return reply(wire.Envelope{Final: true, Msg: w.refuseUnproven()})
+		}
 	}
 	opts.Log.Printf("serving on %s, keeping checkpoints in %s", ln.Addr(), opts.Dir)
 	if err := gate.Serve(ctx, ln); err != nil {
@@ -114,12 +130,15 @@ type witness struct {
 	log    *log.Logger
 }
 
-// submit answers one checkpoint_submit, logging every refusal: a refused
+// add answers one checkpoint_add, logging every refusal: a refused
 // checkpoint is what an attack on the log looks like from here.
-func (w *witness) submit(req wire.CheckpointSubmit) wire.Message {
-	cp, took, err := w.store.submit(req.Key, req.Note)
+func (w *witness) add(req wire.CheckpointAdd) wire.Message {
+	cp, took, err := w.store.add(req)
 	var r *refusal
 	switch {
+	case errors.As(err, &r) && r.stale:
+		w.log.Printf("brokerd proved from size %d; the witness holds size %d and says so, for a proof from there", req.Old, r.held)
+		return wire.CheckpointRefused{Held: r.held, Reason: r.reason}
 	case errors.As(err, &r):
 		w.log.Printf("REFUSED a checkpoint from brokerd: %s", r.reason)
 		return wire.CheckpointRefused{Held: r.held, Reason: r.reason}
@@ -130,5 +149,13 @@ func (w *witness) submit(req wire.CheckpointSubmit) wire.Message {
 	if took && w.poster != nil {
 		w.poster.took(cp)
 	}
-	return wire.CheckpointWitnessed{Seq: cp.Seq, Hash: cp.Hash}
+	return wire.CheckpointCosigned{Size: cp.Seq, Note: cp.Note()}
+}
+
+// refuseUnproven answers a checkpoint_submit, the kind from before the
+// tree: it carries no consistency proof, so it is refused, and logged.
+func (w *witness) refuseUnproven() wire.Message {
+	const reason = "a checkpoint without a consistency proof (checkpoint_submit): the witness takes checkpoint_add only"
+	w.log.Printf("REFUSED a checkpoint from brokerd: %s", reason)
+	return wire.CheckpointRefused{Held: 0, Reason: reason}
 }

@@ -30,8 +30,8 @@ type Config struct {
 }
 
 // ScriptedUpstream is the upstream `boxmaker up --scripted-model` (or
-// --model-script) gives inferproxy: the llama-server double of
-// roles/internal/llamadouble, served inside inferproxy's own unprivileged
+// --model-script) gives inferproxy and inspectd: the llama-server double of
+// roles/internal/llamadouble, served inside each one's own unprivileged
 // process (it parses prompts that hold web content), never inside the
 // supervisor.
 const ScriptedUpstream = "scripted:"

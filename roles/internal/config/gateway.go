@@ -28,6 +28,11 @@ type Gateway struct {
 	ApproveEmoji string   `toml:"approve_emoji"` // emoji name, without colons
 	DenyEmoji    string   `toml:"deny_emoji"`
 	EditInterval Duration `toml:"edit_interval"` // a streamed reply is edited at most this often
+	// SecretApprovals lets brokerd offer on Mattermost the approvals of
+	// calls in sessions above private, whose arguments may hold a secret
+	// the model read; off, they are answered on the host only. A call that
+	// reads a secret handle is never offered, whatever this says.
+	SecretApprovals bool `toml:"secret_approvals"`
 }
 
 // GatewayDefaults are the values Check gives to absent [gateway] keys.

@@ -7,8 +7,9 @@
 // Whatever a terminal would act on, or a reader could not see, is shown as
 // a visible escape instead: C0 controls and DEL as \x1b, C1 controls,
 // format characters (bidi overrides and isolates, zero-width characters,
-// the soft hyphen, tag characters), line and paragraph separators,
-// variation selectors of plane 14 and the invisible fillers as \u202e or
+// the soft hyphen, tag characters), line and paragraph separators, every
+// variation selector and every other Default_Ignorable_Code_Point (derived
+// from Go's Unicode tables as UAX #44 says: ignorable.go) as \u202e or
 // \U000e0001, and bytes that are not UTF-8 as \xff. Everything else passes
 // as it is, backslashes included, so the escapes are for a reader, not a
 // parser: the output cannot be decoded back.

@@ -18,7 +18,9 @@ func Line(s string) string { return clean(s, true) }
 // Safe reports whether r may be written to a terminal as it is: it is no
 // C0 control (newline and tab included), DEL, C1 control, format character
 // (Unicode category Cf), line or paragraph separator, plane 14 code point
-// (tags, variation selectors 17 to 256) or invisible Hangul filler.
+// (tags, variation selectors 17 to 256), variation selector, or other
+// Default_Ignorable_Code_Point (U+034F, the Khmer inherent vowels U+17B4
+// and U+17B5, the Mongolian selectors, the Hangul fillers, ...).
 func Safe(r rune) bool {
 	switch {
 	case r < 0x20 || r == 0x7f:
@@ -27,18 +29,16 @@ func Safe(r rune) bool {
 		return true
 	case r < 0xa0: // C1
 		return false
-	case r < 0x600: // the soft hyphen is the only format character below U+0600
-		return r != 0xad
+	case r < 0x600: // below U+0600, only the soft hyphen (Cf) and the combining grapheme joiner are invisible
+		return r != 0xad && r != 0x34f
 	case r == 0x2028 || r == 0x2029:
-		return false
-	case r == 0x115f || r == 0x1160 || r == 0x3164 || r == 0xffa0:
 		return false
 	case r >= 0xe0000 && r <= 0xeffff:
 		return false
 	case r > utf8.MaxRune || r >= 0xd800 && r <= 0xdfff:
 		return false
 	}
-	return !unicode.Is(unicode.Cf, r)
+	return !unicode.In(r, unicode.Cf, unicode.Variation_Selector, unicode.Other_Default_Ignorable_Code_Point)
 }
 
 // clean returns s when every character may stay; otherwise it copies s,

@@ -38,7 +38,12 @@ func TestCleanAndLine(t *testing.T) {
 		{"encoded surrogate", "\xed\xa0\x80", `\xed\xa0\x80`, `\xed\xa0\x80`},
 		{"U+FFFD itself stays", "\ufffd", "\ufffd", "\ufffd"},
 		{"letters of any script", "Grüße, ありがとう, مرحبا, שלום, Привет", "Grüße, ありがとう, مرحبا, שלום, Привет", "Grüße, ありがとう, مرحبا, שלום, Привет"},
-		{"emoji and their selector", "ok 👍 ❤\ufe0f", "ok 👍 ❤\ufe0f", "ok 👍 ❤\ufe0f"},
+		{"emoji and their selector", "ok 👍 ❤\ufe0f", `ok 👍 ❤\ufe0f`, `ok 👍 ❤\ufe0f`},
+		{"combining grapheme joiner", "to\u034fdo.md", `to\u034fdo.md`, `to\u034fdo.md`},
+		{"variation selectors 1 to 16", "a\ufe00b\ufe0e", `a\ufe00b\ufe0e`, `a\ufe00b\ufe0e`},
+		{"Khmer inherent vowels", "x\u17b4\u17b5", `x\u17b4\u17b5`, `x\u17b4\u17b5`},
+		{"Mongolian selectors and vowel separator", "\u180b\u180c\u180d\u180e\u180f", `\u180b\u180c\u180d\u180e\u180f`, `\u180b\u180c\u180d\u180e\u180f`},
+		{"unassigned default ignorables", "\u2065\ufff0\U000e0fff", `\u2065\ufff0\U000e0fff`, `\u2065\ufff0\U000e0fff`},
 		{"combining marks", "e\u0301 a\u0308", "e\u0301 a\u0308", "e\u0301 a\u0308"},
 		{"backslash stays", `C:\dir \x1b`, `C:\dir \x1b`, `C:\dir \x1b`},
 		{"non-breaking space stays", "a\u00a0b", "a\u00a0b", "a\u00a0b"},
@@ -65,7 +70,7 @@ func safeByDefinition(r rune) bool {
 		return false
 	case r >= 0xe0000 && r <= 0xeffff:
 		return false
-	case r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
+	case DefaultIgnorable(r), unicode.Is(unicode.Variation_Selector, r):
 		return false
 	}
 	return true

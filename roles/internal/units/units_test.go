@@ -93,7 +93,7 @@ func TestUnitNetwork(t *testing.T) {
 			t.Errorf("%s (network %q): PrivateNetwork %v, families %q", svc.Role, spec.Network, private, families)
 		}
 		_, filtered := lookup(svc, "IPAddressDeny")
-		if filtered != (svc.Role == "inferproxy") {
+		if filtered != spec.Upstream {
 			t.Errorf("%s: IPAddressDeny %v", svc.Role, filtered)
 		}
 	}

@@ -3,6 +3,7 @@ package mattermost
 import (
 	"cmp"
 	"context"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -17,8 +18,21 @@ func (c *Client) Me(ctx context.Context) (User, time.Time, error) {
 	return u, date, err
 }
 
-// CreatePost creates p (channel_id, message, and root_id for a reply).
+// UnsafeLinksProp is the post prop (model.PostPropsUnsafeLinks) by which
+// the server knows a post's links as ones it must not preview or embed.
+const UnsafeLinksProp = "unsafe_links"
+
+// CreatePost creates p (channel_id, message, and root_id for a reply), with
+// the unsafe_links prop set: nothing the bot posts gets a link preview.
 func (c *Client) CreatePost(ctx context.Context, p Post) (Post, error) {
+	p.Props = maps.Clone(p.Props)
+	if p.Props == nil {
+		p.Props = map[string]any{}
+	}
+	// The server's mark for a post whose links it must not preview or
+	// embed: the bot posts what a model wrote, which names URLs nobody
+	// granted a fetch of.
+	p.Props[UnsafeLinksProp] = "true"
 	var out Post
 	_, err := c.call(ctx, http.MethodPost, "/api/v4/posts", nil, p, &out)
 	return out, err

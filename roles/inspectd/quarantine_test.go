@@ -1,4 +1,4 @@
-package inferproxy
+package inspectd
 
 import (
 	"context"
@@ -18,11 +18,17 @@ import (
 	"boxmaker/wire"
 )
 
-// startInspectProxy runs Main with brokerd's inspect socket, in front of a
-// scripted model, and returns that socket and the model.
+// startInspectProxy runs Main in front of a scripted model, and returns
+// its socket and the model.
 func startInspectProxy(t *testing.T, rules []llamadouble.Rule, slot int) (string, *llamadouble.Server) {
 	t.Helper()
-	model := llamadouble.New(llamadouble.Options{Script: llamadouble.Script{Rules: rules}, Slots: 3})
+	return startInspectd(t, rules, 3, slot)
+}
+
+// startInspectd is startInspectProxy with a server of slots slots.
+func startInspectd(t *testing.T, rules []llamadouble.Rule, slots, slot int) (string, *llamadouble.Server) {
+	t.Helper()
+	model := llamadouble.New(llamadouble.Options{Script: llamadouble.Script{Rules: rules}, Slots: slots})
 	up := httptest.NewServer(model)
 	t.Cleanup(up.Close)
 	dir, err := os.MkdirTemp("", "inspect")
@@ -30,13 +36,12 @@ func startInspectProxy(t *testing.T, rules []llamadouble.Rule, slot int) (string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	inspect := filepath.Join(dir, "run", "brokerd-inferproxy", "infer.sock")
+	inspect := filepath.Join(dir, "run", "brokerd-inspectd", "inspect.sock")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Main(ctx, Options{Socket: filepath.Join(dir, "run", "loopd-inferproxy", "infer.sock"), Upstream: up.URL,
-			InspectSocket: inspect, InspectSlot: slot, InspectPeer: func(sock.Peer) bool { return true },
-			Log: log.New(&syncbuf.Buffer{}, "", 0)})
+		done <- Main(ctx, Options{Socket: inspect, Upstream: up.URL, Slot: slot,
+			AllowPeer: func(sock.Peer) bool { return true }, Log: log.New(&syncbuf.Buffer{}, "", 0)})
 	}()
 	t.Cleanup(func() {
 		cancel()
@@ -128,9 +133,57 @@ func TestInspectUpstreamFailure(t *testing.T) {
 	}
 }
 
-// brokerd's infer.sock accepts exactly its row of the role table.
+// brokerd's inspect.sock accepts exactly its row of the role table.
 func TestInspectSockServesItsPair(t *testing.T) {
 	path, _ := startInspectProxy(t, []llamadouble.Rule{{Content: "true"}}, 0)
-	pair, _ := roles.PairOf("brokerd", "inferproxy")
+	pair, _ := roles.PairOf("brokerd", "inspectd")
 	gateprobe.Frames(t, path, pair)
+}
+
+// Each question starts with a nonce of its own, before anything a client
+// of the server could guess, and asks with the prompt cache off: nothing
+// it leaves in a cache shares a prefix with another client's prompt past
+// the chat template's first tokens (issue 23, finding 4).
+func TestInspectPromptStartsWithAFreshNonce(t *testing.T) {
+	path, model := startInspectProxy(t, []llamadouble.Rule{{Content: "true"}}, -1)
+	for range 2 {
+		if _, err := askInspect(t, path, wire.InspectRequest{Question: "Is it?", Data: "PIN 0000", Answer: wire.AnswerBool{}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var firsts []string
+	for _, r := range model.Requests() {
+		if r.Chat == nil {
+			continue
+		}
+		if r.Chat.CachePrompt {
+			t.Error("cache_prompt is on, want off")
+		}
+		first := r.Chat.Messages[0].Content
+		if !strings.HasPrefix(first, "Request ") || len(first) < len("Request ")+32 {
+			t.Fatalf("the system message does not start with a nonce: %q", first)
+		}
+		firsts = append(firsts, first[:len("Request ")+32])
+	}
+	if len(firsts) != 2 || firsts[0] == firsts[1] {
+		t.Errorf("the nonces %q are not fresh", firsts)
+	}
+}
+
+// A server that cannot keep a slot apart from loopd's (one slot, or a
+// configured slot it does not have, which it would wrap onto another) is
+// asked nothing: the question would share loopd's slot.
+func TestInspectNeedsASlotOfItsOwn(t *testing.T) {
+	for _, c := range []struct{ slots, slot int }{{1, -1}, {1, 0}, {2, 2}} {
+		path, model := startInspectd(t, []llamadouble.Rule{{Content: "true"}}, c.slots, c.slot)
+		_, err := askInspect(t, path, wire.InspectRequest{Question: "Is it?", Data: "PIN 0000", Answer: wire.AnswerBool{}})
+		if err == nil {
+			t.Errorf("%d slot(s), [inspect] slot %d: answered", c.slots, c.slot)
+		}
+		for _, r := range model.Requests() {
+			if r.Chat != nil {
+				t.Errorf("%d slot(s), [inspect] slot %d: asked on slot %d", c.slots, c.slot, r.Slot)
+			}
+		}
+	}
 }

@@ -1,4 +1,4 @@
-package inferproxy
+package upstream
 
 import (
 	"context"
@@ -11,12 +11,12 @@ import (
 )
 
 // The scripted model answers with the script up gave in the environment,
-// and a bad one stops inferproxy before it serves.
+// and a bad one is an error, which stops the role before it serves.
 func TestScriptedModelServesTheGivenScript(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	t.Setenv(config.ModelScriptEnv, "[[rule]]\ncontent = \"from the given script\"\n")
-	url, err := serveScriptedModel(ctx)
+	url, err := ServeScripted(ctx, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestScriptedModelServesTheGivenScript(t *testing.T) {
 		t.Errorf("the reply: %s", body)
 	}
 	t.Setenv(config.ModelScriptEnv, "[[rule]]\nanswer = 1\n")
-	if _, err := serveScriptedModel(ctx); err == nil || !strings.Contains(err.Error(), config.ModelScriptEnv) {
+	if _, err := ServeScripted(ctx, 1); err == nil || !strings.Contains(err.Error(), config.ModelScriptEnv) {
 		t.Errorf("a bad script: %v", err)
 	}
 }
