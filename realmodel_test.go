@@ -171,11 +171,10 @@ func toolChoiceProxy(t *testing.T, base string) (string, *modelTap) {
 		t.Fatal(err)
 	}
 	tap := &modelTap{}
-	rp := httputil.NewSingleHostReverseProxy(target)
-	rp.FlushInterval = -1
-	direct := rp.Director
-	rp.Director = func(r *http.Request) {
-		direct(r)
+	rp := &httputil.ReverseProxy{FlushInterval: -1}
+	rp.Rewrite = func(pr *httputil.ProxyRequest) {
+		pr.SetURL(target)
+		r := pr.Out
 		if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" || r.Body == nil {
 			return
 		}
