@@ -115,9 +115,9 @@ serve)
 	# every run; the context is small (4,096 tokens a slot) so that a
 	# session fills it in a few turns, and -n caps a reply (the base model
 	# seldom ends its turn) so that a turn on two cores stays short.
-	# --swa-full: Gemma 3's sliding-window attention keeps too little of
-	# the cache to go back to the end of the previous prompt, so without it
-	# every turn would be processed again in full (docs/decisions.md).
+	# --swa-full: Gemma 3 uses sliding-window attention, whose default
+	# cache keeps only the last window and may not reach back to the end of
+	# the previous prompt (llama.cpp then processes it again in full).
 	echo "llama.sh: serving $MODEL on http://127.0.0.1:$PORT" >&2
 	exec "$SERVER" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
 		--jinja --chat-template-file "$TEMPLATE" --slots --parallel 2 --ctx-size 8192 --swa-full \
