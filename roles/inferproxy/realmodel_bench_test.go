@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"os"
 	"strings"
@@ -30,7 +31,10 @@ func BenchmarkRealModel(b *testing.B) {
 	body := `{"messages":[{"role":"system","content":"You are a helpful assistant."},` +
 		`{"role":"user","content":"Count from one to twenty in words, separated by commas."}],` +
 		`"stream":true,"cache_prompt":true,"id_slot":0,"temperature":0,"max_tokens":48}`
-	rs := routes(b, base)
+	// Inspect keeps the server's last slot, as by default; the requests
+	// use slot 0, a session's.
+	h := startProxy(b, base, Options{Log: log.New(io.Discard, "", 0), InspectSlot: -1})
+	rs := []route{{"direct", directClient(), base}, {"inferproxy", h.client, "http://infer.sock"}}
 	streamOnce(b, rs[0].client, base+"/v1/chat/completions", body) // the prompt into the cache, for both
 	time.Sleep(100 * time.Millisecond)
 	for _, r := range rs {
