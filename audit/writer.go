@@ -98,18 +98,25 @@ func Open(dir string, opts ...Option) (*Writer, error) {
 	var last *Checkpoint
 	if w.cp != nil {
 		if last, err = w.cp.lastCheckpoint(dir); err != nil {
-			return nil, errors.Join(fmt.Errorf("%w\n%s", err, recoverHint), w.closeFiles())
+			return nil, w.failOpen(fmt.Errorf("%w\n%s", err, recoverHint))
 		}
 	}
 	if err := w.resume(last); err != nil {
-		return nil, errors.Join(err, w.closeFiles())
+		return nil, w.failOpen(err)
 	}
 	if w.cp != nil {
 		if err := w.startCheckpoints(last); err != nil {
-			return nil, errors.Join(err, w.closeFiles())
+			return nil, w.failOpen(err)
 		}
 	}
 	return w, nil
+}
+
+// failOpen closes what a failed Open opened. Its own error comes first:
+// brokerd's supervisor shows a death's last line, which must stay the
+// reason Open failed (a full disk fails the close's tree flush too).
+func (w *Writer) failOpen(err error) error {
+	return errors.Join(w.closeFiles(), err)
 }
 
 // Append stores one decision and returns it as stored, with the seq, time and

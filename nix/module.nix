@@ -66,6 +66,18 @@ let
       )
   );
 
+  # Jobs are kept as grants are: root's, readable by brokerd's group alone.
+  jobEntry =
+    id: job:
+    lib.nameValuePair "boxmaker/jobs/${id}.toml" (
+      {
+        mode = "0640";
+        user = "root";
+        group = brokerGroup;
+      }
+      // (if isFile job then { source = job; } else { text = job; })
+    );
+
   # Grants are root's and readable by brokerd's group alone, as on other hosts.
   brokerGroup = (lib.findFirst (u: u.role == "brokerd") null site.users).name;
   grantEntry =
@@ -160,6 +172,16 @@ in
       '';
     };
 
+    jobs = lib.mkOption {
+      type = lib.types.attrsOf (lib.types.either lib.types.path lib.types.lines);
+      default = { };
+      example = lib.literalExpression ''{ morning-news = "every = \"24h\"\nprompt = \"fetch the weather\"\ndeliver = \"log\"\n"; }'';
+      description = ''
+        Scheduled jobs by id (DESIGN.md section 13): TOML text or a file, installed as
+        /etc/boxmaker/jobs/<id>.toml beside the grants, root's and readable by brokerd's group.
+      '';
+    };
+
     shellPackages = lib.mkOption {
       type = lib.types.listOf lib.types.package;
       default = with pkgs; [
@@ -222,7 +244,7 @@ in
 
     environment.etc = {
       "boxmaker/config.toml".source = configFile;
-    } // lib.mapAttrs' grantEntry cfg.grants;
+    } // lib.mapAttrs' grantEntry cfg.grants // lib.mapAttrs' jobEntry cfg.jobs;
 
     systemd.tmpfiles.rules = map tmpfilesRule site.dirs;
 

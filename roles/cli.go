@@ -91,6 +91,8 @@ func (p Program) root(args []string) *cli.Command {
 	root := &cli.Command{
 		Usage:   "a self-hosted agent whose every tool call is decided, sandboxed and audited",
 		Version: p.Version,
+		// `boxmaker completion bash|zsh|fish` prints a completion script.
+		EnableShellCompletion: true,
 	}
 	if len(args) > 0 {
 		if r, ok := p.role(args[0]); ok {
@@ -99,7 +101,11 @@ func (p Program) root(args []string) *cli.Command {
 		}
 	}
 	for _, r := range p.Roles {
-		root.Commands = append(root.Commands, r.Command())
+		// The roles run as `boxmaker ROLE` (or by argv[0]) but are not the
+		// owner's commands: the top-level help lists those alone.
+		cmd := r.Command()
+		cmd.Hidden = true
+		root.Commands = append(root.Commands, cmd)
 	}
 	root.Commands = append(root.Commands, p.Commands()...)
 	return root
@@ -109,8 +115,8 @@ func (p Program) root(args []string) *cli.Command {
 // UsageError, and every command that only groups others refuse a name it
 // does not know.
 func prepare(cmd *cli.Command) {
-	cmd.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-		return UsageError{Msg: err.Error()}
+	cmd.OnUsageError = func(_ context.Context, c *cli.Command, err error, _ bool) error {
+		return UsageError{Msg: err.Error() + flagSuggestion(c, err)}
 	}
 	if len(cmd.Commands) > 0 && cmd.Action == nil {
 		cmd.Action = groupAction
@@ -133,8 +139,8 @@ func groupAction(ctx context.Context, cmd *cli.Command) error {
 		return UsageError{Msg: ""}
 	}
 	var valid []string
-	for _, sub := range cmd.VisibleCommands() {
-		if sub.Name != "help" {
+	for _, sub := range cmd.Commands {
+		if sub.Name != "help" && sub.Name != "completion" {
 			valid = append(valid, sub.Name)
 		}
 	}
@@ -142,7 +148,11 @@ func groupAction(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Root() == cmd && cmd.Name == programName {
 		what = "role or command"
 	}
-	return Usagef("%s: no %s named %q; valid: %s", cmd.FullName(), what, cmd.Args().First(), strings.Join(valid, ", "))
+	given := cmd.Args().First()
+	if near := nearest(given, valid); near != "" {
+		return Usagef("%s: no %s named %q; valid: %s; did you mean %q?", cmd.FullName(), what, given, strings.Join(valid, ", "), near)
+	}
+	return Usagef("%s: no %s named %q; valid: %s", cmd.FullName(), what, given, strings.Join(valid, ", "))
 }
 
 // report writes err and maps it to an exit status.

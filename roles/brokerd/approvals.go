@@ -62,11 +62,11 @@ func (a *approvals) remove(id string) {
 // answer delivers ans to the approval id and reports whether it was pending.
 func (a *approvals) answer(id string, ans answer) bool {
 	a.mu.Lock()
+	defer a.mu.Unlock()
 	p, ok := a.pending[id]
 	delete(a.pending, id)
-	a.mu.Unlock()
 	if ok {
-		p.answer <- ans
+		p.answer <- ans // buffered for one, and only the first answer finds it
 	}
 	return ok
 }

@@ -148,21 +148,42 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	select {
 	case ans := <-answers:
 		if ctx.Err() != nil {
-			// The caller left as the answer came: nobody would get the
-			// result, so the approval is withdrawn, not run.
-			b.log.Printf("approval %s: withdrawn as it was answered: %v", info.Approval, context.Cause(ctx))
-			return context.Cause(ctx)
+			return b.withdrawn(ctx, req, d, info.Approval, &ans)
 		}
 		return b.answered(ctx, req, d, ans, reply)
 	case <-timer.C:
 		return b.refuse(req, d, wire.ApprovalExpired, reply)
 	case <-ctx.Done():
-		// Withdrawn: the deferred remove takes it off every list before
-		// anyone can answer it, and the gateway's offer ends with ctx.
-		// Nothing ran, so nothing is recorded.
-		b.log.Printf("approval %s: withdrawn: %v", info.Approval, context.Cause(ctx))
+		// An answer may have come with the hangup: the chat's Ctrl-C
+		// refuses a turn's approvals, then hangs up. Off the list first,
+		// so that no answer can come after the look (answer delivers
+		// under the same lock).
+		b.approvals.remove(info.Approval)
+		select {
+		case ans := <-answers:
+			return b.withdrawn(ctx, req, d, info.Approval, &ans)
+		default:
+			return b.withdrawn(ctx, req, d, info.Approval, nil)
+		}
+	}
+}
+
+// withdrawn ends an approval whose caller left. Nobody would get a result,
+// so an approval is not run; but a refusal the owner gave is still the
+// owner's decision and is recorded as refused, so that a cancelled turn
+// never leaves a call half answered. Without an answer nothing ran and
+// nothing is recorded: the deferred remove takes it off every list before
+// anyone can answer it, and the gateway's offer ends with ctx.
+func (b *broker) withdrawn(ctx context.Context, req wire.ToolRequest, d policy.Decision, id string, ans *answer) error {
+	if ans != nil && !ans.approve {
+		b.log.Printf("approval %s: refused as its caller left: %v", id, context.Cause(ctx))
+		if err := b.refuse(req, d, wire.ApprovalRefused, func(bool, wire.Message) error { return nil }); err != nil {
+			return err
+		}
 		return context.Cause(ctx)
 	}
+	b.log.Printf("approval %s: withdrawn: %v", id, context.Cause(ctx))
+	return context.Cause(ctx)
 }
 
 // answered acts on the owner's answer. An approval is decided again first:

@@ -13,7 +13,7 @@ func Command() *cli.Command {
 
 // Commands builds bxctl's command tree afresh.
 func Commands() []*cli.Command {
-	return append(approvalCommands(),
+	cmds := append(approvalCommands(),
 		initCommand(),
 		upCommand(),
 		statusCommand(),
@@ -27,4 +27,17 @@ func Commands() []*cli.Command {
 		grantsCommand(),
 		wireCommand(),
 	)
+	for _, c := range cmds {
+		c.Category = categories[c.Name]
+	}
+	return cmds
+}
+
+// categories group the commands in the help by what the owner is doing.
+var categories = map[string]string{
+	"chat": "chat and approvals", "approvals": "chat and approvals", "approve": "chat and approvals", "deny": "chat and approvals",
+	"init": "setup and running", "up": "setup and running", "status": "setup and running", "install": "setup and running",
+	"sessions": "records", "notes": "records", "handles": "records",
+	"jobs": "records", "audit": "records",
+	"grants": "checks", "wire": "checks",
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
+	"sync"
 
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
@@ -21,6 +23,9 @@ func chatCommand() *cli.Command {
 			&cli.StringFlag{Name: "session", Usage: "resume this session (default: a new one)"},
 			&cli.StringFlag{Name: "message", Usage: "send this one message, print the reply on stdout, and exit"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait this long for loopd to answer (while boxmaker up starts)"},
+			&cli.StringFlag{Name: "approvals", Value: approvalsWait, Usage: "without a terminal, what to do with an approval the turn asks for: wait (for an answer elsewhere, at most --approval-wait, then refuse) or deny (refuse at once)"},
+			&cli.DurationFlag{Name: "approval-wait", Value: defaultApprovalWait, Usage: "without a terminal, how long --approvals=wait waits for each approval before refusing it"},
+			&cli.BoolFlag{Name: "json", Usage: "without a terminal, print the turn as one JSON object on stdout: session, reply, calls (call, tool, arguments, outcome, detail), error"},
 		),
 		Action: chat,
 	}
@@ -33,8 +38,23 @@ type chatter struct {
 	shown   wire.SessionID // the session last named on screen
 	loop    *sock.Client
 	view    view
-	tools   map[wire.CallID]string // the tool of each call in this turn
-	unmet   []string               // this turn's calls that were denied or failed
+	calls   map[wire.CallID]wire.ToolCallEvent // this turn's calls
+	order   []wire.CallID                      // in the order made
+	results map[wire.CallID]wire.ToolResultEvent
+	reply   string   // the turn's final reply
+	oneShot *oneShot // how a chat without a terminal treats approvals; nil in a terminal
+	unmet   []string // this turn's calls that were denied or failed
+	// asked holds this turn's approvals that are pending and not yet
+	// answered here, by approval id: an interrupted turn refuses them.
+	asked map[string]wire.CallID
+	// grantAfter holds the always-allow grants to write once their call
+	// is decided.
+	grantAfter map[wire.CallID]alwaysGrant
+	// relay, when set, takes the turn's events instead of event: the
+	// interactive chat reads them on its own goroutine, beside the keys.
+	relay func(any) error
+	// waiting says what the turn waits for now, for the status line.
+	waiting string
 }
 
 // view is where a turn is shown: a terminal, or stdout and stderr.
@@ -82,13 +102,35 @@ func chat(ctx context.Context, cmd *cli.Command) error {
 	}
 	defer func() { c.loop.Close() }() // the connection may be replaced (reconnect)
 	if oneShot {
-		c.view = plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter}
-		if err := c.turn(ctx, msg); err != nil {
-			return err
-		}
-		return c.unmetError()
+		return c.once(ctx, cmd, msg)
 	}
 	return c.interactive(ctx, tty)
+}
+
+// once runs the one turn of a chat without a terminal.
+func (c *chatter) once(ctx context.Context, cmd *cli.Command, msg string) error {
+	approvals, err := parseApprovals(cmd.String("approvals"))
+	if err != nil {
+		return err
+	}
+	c.oneShot = &oneShot{approvals: approvals, wait: cmd.Duration("approval-wait")}
+	defer c.oneShot.stop()
+	asJSON := cmd.Bool("json")
+	v := plainView{out: cmd.Root().Writer, err: cmd.Root().ErrWriter, mu: &sync.Mutex{}}
+	if asJSON {
+		v.out = io.Discard // the reply is in the JSON
+	}
+	c.view = v
+	err = c.turn(ctx, msg)
+	if err == nil {
+		err = c.unmetError()
+	}
+	if asJSON {
+		if jerr := c.writeJSON(cmd.Root().Writer, c.reply, err); jerr != nil {
+			return jerr
+		}
+	}
+	return err
 }
 
 // turn sends one message and shows the turn until chat_done.
@@ -96,9 +138,26 @@ func (c *chatter) turn(ctx context.Context, content string) error {
 	if err := checkMessage(content); err != nil {
 		return err
 	}
-	c.tools, c.unmet = map[wire.CallID]string{}, nil
+	c.startTurn()
 	final, err := c.send(ctx, content)
+	return c.endTurn(ctx, final, err)
+}
+
+// startTurn forgets the last turn's calls.
+func (c *chatter) startTurn() {
+	c.calls, c.unmet, c.asked = map[wire.CallID]wire.ToolCallEvent{}, nil, map[string]wire.CallID{}
+	c.grantAfter = map[wire.CallID]alwaysGrant{}
+	c.order, c.results = nil, map[wire.CallID]wire.ToolResultEvent{}
+	c.waiting = "the model"
+}
+
+// endTurn shows how the turn ended.
+func (c *chatter) endTurn(ctx context.Context, final wire.Message, err error) error {
+	c.writeGrantsLeft()
 	if err != nil {
+		if hint := modelHint(c.paths, err); hint != "" {
+			return fmt.Errorf("chat: %w; %s", loopdSaid(err), hint)
+		}
 		return fmt.Errorf("chat: %w", loopdSaid(err))
 	}
 	done, ok := final.(wire.ChatDone)
@@ -106,6 +165,7 @@ func (c *chatter) turn(ctx context.Context, content string) error {
 		return fmt.Errorf("chat: loopd answered %s", wire.KindOf(final))
 	}
 	c.session = &done.Session
+	c.reply = done.Content
 	c.view.done(done.Content)
 	c.showHandles(ctx, done.Session, done.Content)
 	return nil
@@ -124,14 +184,29 @@ func (c *chatter) event(ctx context.Context, m wire.Message) error {
 	case wire.Reasoning:
 		c.view.reasoning(e.Text)
 	case wire.ToolCallEvent:
-		c.tools[e.Call] = e.Tool
+		c.calls[e.Call] = e
+		c.order = append(c.order, e.Call)
+		c.waiting = fmt.Sprintf("call %d (%s) to finish", e.Call, e.Tool)
 		c.view.activity(fmt.Sprintf("call %d: %s %s", e.Call, e.Tool, e.Arguments))
 	case wire.ToolResultEvent:
+		c.waiting = "the model"
+		c.results[e.Call] = e
+		for id, call := range c.asked {
+			if call == e.Call {
+				delete(c.asked, id)
+			}
+		}
 		if e.Outcome != "result" {
-			c.unmet = append(c.unmet, fmt.Sprintf("call %d (%s) %s: %s", e.Call, c.tools[e.Call], e.Outcome, e.Detail))
+			c.unmet = append(c.unmet, fmt.Sprintf("call %d (%s) %s: %s", e.Call, c.calls[e.Call].Tool, e.Outcome, e.Detail))
 		}
 		c.view.activity(fmt.Sprintf("call %d: %s: %s", e.Call, e.Outcome, e.Detail))
+		c.writeGrantAfter(e.Call)
+		if e.Outcome == "denied" {
+			c.view.activity(c.denialHelp(e))
+		}
 	case wire.ApprovalPendingEvent:
+		c.asked[e.Approval] = e.Call
+		c.waiting = "approval " + e.Approval
 		return c.approval(ctx, e)
 	}
 	return nil
@@ -166,12 +241,34 @@ func (c *chatter) approval(ctx context.Context, e wire.ApprovalPendingEvent) err
 		c.view.activity(fmt.Sprintf("approval %s is pending, but brokerd does not describe it: %v", e.Approval, err))
 		return nil
 	}
-	approve := c.view.askApproval(a)
+	if c.oneShot != nil {
+		c.view.askApproval(a) // describes it
+		if preview := c.notesWritePreview(ctx, a); preview != "" {
+			c.view.activity(strings.TrimSpace(preview))
+		}
+		c.pendingApproval(ctx, a)
+		return nil
+	}
+	var approve *bool
+	if v, ok := c.view.(*termView); ok {
+		switch c.promptApproval(ctx, v, a) {
+		case answerElsewhere:
+			delete(c.asked, a.Approval)
+			return nil
+		case answerApprove:
+			approve = ptr(true)
+		default:
+			approve = ptr(false)
+		}
+	} else {
+		approve = c.view.askApproval(a)
+	}
 	if approve == nil {
 		c.view.activity(fmt.Sprintf("approval %s is pending until %s: answer with `boxmaker approve %s` or `boxmaker deny %s`", a.Approval, a.Expires, a.Approval, a.Approval))
 		return nil
 	}
 	res, err := callAdmin(ctx, c.paths, wire.ApprovalAnswer{Approval: a.Approval, Approve: *approve})
+	delete(c.asked, a.Approval)
 	if err != nil {
 		c.view.activity("could not answer the approval: " + err.Error())
 		return nil
@@ -181,6 +278,8 @@ func (c *chatter) approval(ctx context.Context, e wire.ApprovalPendingEvent) err
 	}
 	return nil
 }
+
+func ptr[T any](v T) *T { return &v }
 
 // answerLine says what became of the owner's answer at the prompt. unknown
 // means nothing was pending under that id any more: answered from another

@@ -57,6 +57,9 @@ func (c *chatter) send(ctx context.Context, content string) (wire.Message, error
 		heard := false
 		final, err := c.loop.Call(ctx, wire.ChatSend{Session: c.session, Content: content}, func(m wire.Message) error {
 			heard = true
+			if c.relay != nil {
+				return c.relay(m)
+			}
 			return c.event(ctx, m)
 		})
 		if err == nil || !connectionBroke(err) || ctx.Err() != nil {
@@ -74,18 +77,28 @@ func (c *chatter) send(ctx context.Context, content string) (wire.Message, error
 // reconnect replaces the broken connection to loopd, saying so.
 func (c *chatter) reconnect(ctx context.Context, cause error) error {
 	c.loop.Close()
-	c.view.activity(fmt.Sprintf("the connection to loopd broke (%v); reconnecting for up to %s", cause, reconnectFor))
+	c.say(fmt.Sprintf("the connection to loopd broke (%v); reconnecting for up to %s", cause, reconnectFor))
 	loop, err := waitForLoopd(ctx, c.paths, reconnectFor)
 	if err != nil {
 		return fmt.Errorf("loopd did not come back within %s: %w", reconnectFor, err)
 	}
 	c.loop = loop
 	if c.session != nil {
-		c.view.activity("reconnected to loopd; session " + c.session.String() + " goes on")
+		c.say("reconnected to loopd; session " + c.session.String() + " goes on")
 	} else {
-		c.view.activity("reconnected to loopd")
+		c.say("reconnected to loopd")
 	}
 	return nil
+}
+
+// say shows a line of the chat's own from the goroutine that runs the
+// turn: through the relay when the interactive chat reads the turn there.
+func (c *chatter) say(line string) {
+	if c.relay != nil {
+		_ = c.relay(line) // fails only once the turn is cancelled, when nobody reads it
+		return
+	}
+	c.view.activity(line)
 }
 
 // connectionBroke reports whether err says the connection to loopd is

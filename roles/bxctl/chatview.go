@@ -1,12 +1,10 @@
 package bxctl
 
 import (
-	"context"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
+	"sync"
 
 	"boxmaker/roles/internal/termtext"
 	"boxmaker/wire"
@@ -21,12 +19,17 @@ import (
 // terminal that is not stdin's.
 type plainView struct {
 	out, err io.Writer
+	mu       *sync.Mutex // --approval-wait's bound writes from its own goroutine
 }
 
-func (v plainView) delta(string)         {}
-func (v plainView) reasoning(string)     {}
-func (v plainView) activity(line string) { fmt.Fprintln(v.err, "boxmaker: "+termtext.Line(line)) }
-func (v plainView) done(content string)  { fmt.Fprintln(v.out, termtext.Clean(content)) }
+func (v plainView) delta(string)     {}
+func (v plainView) reasoning(string) {}
+func (v plainView) activity(line string) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	fmt.Fprintln(v.err, "boxmaker: "+termtext.Line(line))
+}
+func (v plainView) done(content string) { fmt.Fprintln(v.out, termtext.Clean(content)) }
 func (v plainView) handle(ref wire.HandleRef, content string) {
 	writeHandle(v.out, ref, content)
 }
@@ -57,6 +60,9 @@ type termView struct {
 	fd       int
 	midLine  bool // the reply has text on the current line
 	thinking bool // the last text written was reasoning
+	statusUp bool // the status line is on the screen
+	width    int  // the terminal's columns, 0 when unknown (no wrapping)
+	wrap     wordWrap
 }
 
 const (
@@ -78,7 +84,16 @@ func (v *termView) delta(text string) {
 	if v.thinking {
 		v.endLine() // the reply starts on a line of its own, undimmed
 	}
-	v.write(termtext.Clean(text))
+	v.put(text)
+}
+
+// put writes streamed text, sanitized, broken at words when the width is known.
+func (v *termView) put(text string) {
+	s := termtext.Clean(text)
+	if v.width > 0 {
+		s = v.wrap.add(s, v.width)
+	}
+	v.write(s)
 	v.midLine = !strings.HasSuffix(text, "\n")
 }
 
@@ -88,8 +103,7 @@ func (v *termView) reasoning(text string) {
 		v.write(dim)
 		v.thinking = true
 	}
-	v.write(termtext.Clean(text))
-	v.midLine = !strings.HasSuffix(text, "\n")
+	v.put(text)
 }
 
 func (v *termView) activity(line string) {
@@ -98,6 +112,10 @@ func (v *termView) activity(line string) {
 }
 
 func (v *termView) endLine() {
+	if held := v.wrap.flush(v.width); held != "" {
+		v.write(held)
+	}
+	v.wrap.col = 0
 	if v.thinking {
 		v.write(reset)
 		v.thinking = false
@@ -122,28 +140,25 @@ func (v *termView) handle(ref wire.HandleRef, content string) {
 	v.write(b.String()) // handleLabel and writeContent sanitized it
 }
 
-// askApproval asks on a clean terminal: state reset, keys typed before the
-// question dropped, the prompt naming the approval and its subject. Only y
-// or yes approves; Ctrl-C or Ctrl-D denies and the chat goes on.
-func (v *termView) askApproval(a wire.Approval) *bool {
-	v.endLine()
-	v.write(resetTerminal)
-	var b strings.Builder
-	describeApproval(&b, a)
-	v.write(b.String())
-	flushInput(v.fd)
-	v.keys.discard()
-	v.t.SetPrompt(fmt.Sprintf("approve %s (%s %s)? [y/N] ", termtext.Line(a.Approval), termtext.Line(a.Tool), promptSubject(a.Subject)))
-	defer v.t.SetPrompt(chatPrompt)
-	line, err := v.readLine()
-	no := false
-	if err != nil || v.keys.interrupted() != 0 {
-		v.write("not approved\n")
-		return &no
+// askApproval is not how a terminal asks: the chat's own loop asks
+// (promptApproval), where it can watch brokerd and the keys at once.
+func (v *termView) askApproval(wire.Approval) *bool { return nil }
+
+// status shows what the turn waits for on a line of its own, redrawn in
+// place until clearStatus takes it away.
+func (v *termView) status(line string) {
+	if v.midLine && !v.statusUp {
+		v.endLine()
 	}
-	answer := strings.ToLower(strings.TrimSpace(line))
-	yes := answer == "y" || answer == "yes"
-	return &yes
+	v.write("\r\x1b[K" + dim + "… " + termtext.Line(line) + reset)
+	v.statusUp = true
+}
+
+func (v *termView) clearStatus() {
+	if v.statusUp {
+		v.write("\r\x1b[K")
+		v.statusUp = false
+	}
 }
 
 // readLine reads a line after telling the line editor the terminal's size:
@@ -154,6 +169,7 @@ func (v *termView) readLine() (string, error) {
 	// then beats a width of zero, which would wrap after every character.
 	if w, h, err := term.GetSize(v.fd); err == nil && w > 0 && h > 0 {
 		_ = v.t.SetSize(w, h)
+		v.width = w
 	}
 	return v.t.ReadLine()
 }
@@ -173,55 +189,11 @@ func flushInput(fd int) {
 	_ = unix.IoctlSetInt(fd, unix.TCFLSH, unix.TCIFLUSH)
 }
 
-// interactive reads lines with editing and history until Ctrl-D or /quit.
-// Ctrl-C drops the line being typed; the chat goes on.
-func (c *chatter) interactive(ctx context.Context, tty *os.File) error {
-	fd := int(tty.Fd())
-	state, err := term.MakeRaw(fd)
-	if err != nil {
-		return err
-	}
-	defer term.Restore(fd, state)
-	keys := newKeyReader(tty)
-	t := term.NewTerminal(struct {
-		io.Reader
-		io.Writer
-	}{keys, os.Stdout}, chatPrompt)
-	v := &termView{t: t, keys: keys, fd: fd}
-	c.view = v
-	v.write(banner(scriptedModel(c.paths)))
-	for {
-		line, err := v.readLine()
-		if errors.Is(err, io.EOF) {
-			v.write("\n") // the terminal went away mid-line; leave the shell a fresh one
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		switch keys.interrupted() {
-		case ctrlD:
-			return nil
-		case ctrlC:
-			continue
-		}
-		if strings.TrimSpace(line) == "/quit" {
-			return nil
-		}
-		if strings.TrimSpace(line) == "" {
-			continue
-		}
-		if err := c.turn(ctx, line); err != nil {
-			v.activity(err.Error())
-		}
-	}
-}
-
 // banner is the chat's first line. The scripted model is named there, as on
 // every screen it answers on, so that nobody takes it for a language model.
 func banner(scripted bool) string {
 	if scripted {
-		return "boxmaker chat with the SCRIPTED MODEL (fixed replies, not a language model): type a message; /quit or Ctrl-D to leave\n"
+		return "boxmaker chat with the SCRIPTED MODEL (fixed replies, not a language model): type a message; /help for commands; /exit or Ctrl-D to leave\n"
 	}
-	return "boxmaker chat: type a message; /quit or Ctrl-D to leave\n"
+	return "boxmaker chat: type a message; /help for commands; /exit or Ctrl-D to leave\n"
 }

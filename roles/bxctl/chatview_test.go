@@ -65,7 +65,7 @@ func TestBannerNamesTheScriptedModel(t *testing.T) {
 	}
 	os.MkdirAll(filepath.Dir(upStatePath(paths)), 0o755)
 	for _, scripted := range []bool{true, false} {
-		writeUpState(paths, []supervise.Status{}, scripted)
+		writeUpState(paths, []supervise.Status{}, scripted, "")
 		if got := strings.Contains(banner(scriptedModel(paths)), "SCRIPTED MODEL"); got != scripted {
 			t.Errorf("up with scripted=%t: the banner says the scripted model: %t", scripted, got)
 		}

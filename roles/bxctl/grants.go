@@ -24,7 +24,7 @@ func grantsCommand() *cli.Command {
 			Name:      "check",
 			Usage:     "report every error of every grant file, then list the valid grants",
 			ArgsUsage: "[DIR]",
-			Flags:     homeFlags(),
+			Flags:     withJSON("an object: errors (each file's error, as text), grants (id, tool, mode, max_taint, result_class, untrusted, when_untrusted, expires, constraints, jobs)"),
 			Action:    checkGrants,
 		}, {
 			Name:      "explain",
@@ -36,6 +36,7 @@ func grantsCommand() *cli.Command {
 				&cli.BoolFlag{Name: "untrusted", Usage: "decide for a session that has read untrusted data, where when_untrusted applies"},
 				&cli.StringFlag{Name: "job", Usage: "decide in a run of this job, where grants with jobs naming it apply (default: a session that is no job's)"},
 				&cli.StringFlag{Name: "at", Usage: "decide at this time, YYYY-MM-DDTHH:MM:SS.mmmZ or RFC 3339 (default: now)"},
+				jsonFlag("an object: decision (auto, ask or denied), reason (for denied), grant (or null), steps (the explanation's lines)"),
 			),
 			Action: explainGrant,
 		}},
@@ -61,6 +62,20 @@ func checkGrants(_ context.Context, cmd *cli.Command) error {
 	}
 	out := cmd.Root().Writer
 	errs := slices.Concat(bad, jobs.bad, jobs.dangling, jobs.delivery)
+	if cmd.Bool("json") {
+		if err := printJSON(out, grantsJSON(errs, grants)); err != nil {
+			return err
+		}
+	} else {
+		writeGrantCheck(out, errs, grants, jobs)
+	}
+	if len(bad) > 0 || jobs.problems() > 0 {
+		return jobs.summary(len(bad), len(grants))
+	}
+	return nil
+}
+
+func writeGrantCheck(out io.Writer, errs []error, grants []policy.Grant, jobs jobCheck) {
 	for _, e := range errs {
 		fmt.Fprintln(out, e)
 	}
@@ -69,10 +84,6 @@ func checkGrants(_ context.Context, cmd *cli.Command) error {
 	}
 	writeGrantTable(out, grants)
 	writeJobTable(out, jobs.jobs)
-	if len(bad) > 0 || jobs.problems() > 0 {
-		return jobs.summary(len(bad), len(grants))
-	}
-	return nil
 }
 
 func writeGrantTable(out io.Writer, grants []policy.Grant) {
@@ -157,6 +168,9 @@ func explainGrant(_ context.Context, cmd *cli.Command) error {
 	d, err := policy.Decide(policy.GrantsForJob(grants, cmd.String("job")), req)
 	if err != nil {
 		return err
+	}
+	if cmd.Bool("json") {
+		return printJSON(cmd.Root().Writer, explanationJSON(d))
 	}
 	writeExplanation(cmd.Root().Writer, d)
 	return nil

@@ -62,6 +62,12 @@ func initHome(_ context.Context, cmd *cli.Command) error {
 	if len(existing) > 0 {
 		return fmt.Errorf("init: refusing to overwrite what exists:\n  %s", strings.Join(existing, "\n  "))
 	}
+	// The directories above the home that init makes are the role users'
+	// way in: up as root runs each daemon under its own user, which must
+	// pass through them. The home itself up prepares.
+	if err := os.MkdirAll(filepath.Dir(paths.Home), 0o755); err != nil {
+		return err
+	}
 	for _, dir := range []string{paths.Home, paths.Grants, paths.Secrets} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
 			return err
@@ -77,6 +83,10 @@ func initHome(_ context.Context, cmd *cli.Command) error {
 	}
 	out := cmd.Root().Writer
 	fmt.Fprintf(out, "initialised %s (config %s)\n", paths.Home, paths.Config)
+	if blocked := untraversable(paths.Home); blocked != "" {
+		fmt.Fprintf(out, "warning: %s is not open to other users (no o+x): boxmaker up as root runs each daemon under its own user, which must pass through it to reach %s; chmod o+x %s, or choose a home elsewhere\n",
+			blocked, paths.Home, blocked)
+	}
 	fmt.Fprintln(out, "next: boxmaker up --home "+paths.Home+" --scripted-model   (or set [infer] upstream)")
 	return nil
 }
@@ -119,5 +129,22 @@ func layout() []layoutFile {
 		{true, "grants/fetch-public.toml", 0o644, grantFetchPublic},
 		{false, "memory/core.md", 0o644, coreMemory},
 		{false, "memory/notes/welcome.md", 0o600, welcomeNote},
+	}
+}
+
+// untraversable is the nearest directory above home that other users may
+// not pass through, or "".
+func untraversable(home string) string {
+	abs, err := filepath.Abs(home)
+	if err != nil {
+		return ""
+	}
+	for dir := filepath.Dir(abs); ; dir = filepath.Dir(dir) {
+		if fi, err := os.Stat(dir); err == nil && fi.Mode().Perm()&0o001 == 0 {
+			return dir
+		}
+		if dir == filepath.Dir(dir) {
+			return ""
+		}
 	}
 }

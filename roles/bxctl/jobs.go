@@ -21,12 +21,12 @@ func jobsCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "jobs",
 		Usage:  "list the scheduled jobs: schedule, next run, last result",
-		Flags:  homeFlags(),
+		Flags:  withJSON(jobsShape),
 		Action: listJobs,
 		Commands: []*cli.Command{{
 			Name:   "list",
 			Usage:  "list the scheduled jobs (the default)",
-			Flags:  homeFlags(),
+			Flags:  withJSON(jobsShape),
 			Action: listJobs,
 		}, {
 			Name:      "show",
@@ -57,6 +57,9 @@ func listJobs(ctx context.Context, cmd *cli.Command) error {
 		return fmt.Errorf("brokerd answered %s", wire.KindOf(res))
 	}
 	out := cmd.Root().Writer
+	if cmd.Bool("json") {
+		return printJSON(out, nonNil(list.Jobs))
+	}
 	if len(list.Jobs) == 0 {
 		fmt.Fprintln(out, "no jobs (a job is a file jobs/<id>.toml beside grants/)")
 		return nil

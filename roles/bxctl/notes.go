@@ -23,12 +23,12 @@ func notesCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "notes",
 		Usage:  "list the files under memory/ with the labels brokerd keeps (who wrote each, at what taint)",
-		Flags:  homeFlags(),
+		Flags:  withJSON(notesShape),
 		Action: listNotes,
 		Commands: []*cli.Command{{
 			Name:   "list",
 			Usage:  "list the files under memory/ with their labels (the default)",
-			Flags:  homeFlags(),
+			Flags:  withJSON(notesShape),
 			Action: listNotes,
 		}, {
 			Name:      "show",
@@ -75,6 +75,9 @@ func listNotes(ctx context.Context, cmd *cli.Command) error {
 		return fmt.Errorf("notes: %s", termtext.Line(r.Reason))
 	default:
 		return fmt.Errorf("brokerd answered %s", wire.KindOf(res))
+	}
+	if cmd.Bool("json") {
+		return printJSON(cmd.Root().Writer, nonNil(notes))
 	}
 	writeNotes(cmd.Root().Writer, notes)
 	return nil

@@ -16,7 +16,7 @@ func sessionsCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "sessions",
 		Usage:  "list the sessions loopd keeps",
-		Flags:  homeFlags(),
+		Flags:  withJSON("an array of objects: session, epoch, updated, turns"),
 		Action: listSessions,
 		Commands: []*cli.Command{{
 			Name:      "show",
@@ -55,6 +55,9 @@ func listSessions(ctx context.Context, cmd *cli.Command) error {
 		return fmt.Errorf("loopd answered %s", wire.KindOf(res))
 	}
 	out := cmd.Root().Writer
+	if cmd.Bool("json") {
+		return printJSON(out, nonNil(list.Sessions))
+	}
 	if len(list.Sessions) == 0 {
 		fmt.Fprintln(out, "no sessions")
 		return nil

@@ -22,7 +22,7 @@ func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "status",
 		Usage:  "show each role: running or not, pid, uid, socket (from boxmaker up, else from systemd's units)",
-		Flags:  homeFlags(),
+		Flags:  withJSON("an object: home, up, supervisor, roles (role, state, pid, uid, socket, why), model (upstream, scripted, answers, error); boxmaker up's homes only"),
 		Action: status,
 	}
 }
@@ -48,6 +48,9 @@ func status(ctx context.Context, cmd *cli.Command) error {
 	up := st.Supervisor != 0 && alive(st.Supervisor)
 	if !up {
 		if all, err := systemdUnits(ctx); err == nil && anyServes(all, paths.Home) {
+			if cmd.Bool("json") {
+				return fmt.Errorf("status --json reads boxmaker up's state; %s is run by systemd: use systemctl show 'boxmaker-*'", paths.Home)
+			}
 			down := unitsStatus(out, paths, all)
 			printWitnessLine(out, paths) // under systemd as under up
 			if down > 0 {
@@ -56,12 +59,18 @@ func status(ctx context.Context, cmd *cli.Command) error {
 			return nil
 		}
 	}
+	if cmd.Bool("json") {
+		return statusJSON(ctx, out, paths, st, up)
+	}
 	if !up {
 		fmt.Fprintf(out, "boxmaker is not up in %s\n", paths.Home)
 	} else {
 		fmt.Fprintf(out, "boxmaker is up in %s (supervisor pid %d)\n", paths.Home, st.Supervisor)
 	}
 	down := statusTable(out, st)
+	if up {
+		printModelLine(out, checkModel(ctx, paths, st))
+	}
 	printWitnessLine(out, paths)
 	if down > 0 && up {
 		return fmt.Errorf("status: %d roles not running", down)

@@ -41,7 +41,7 @@ func TestStatusNeverConnects(t *testing.T) {
 		{Role: "inferproxy", State: supervise.StateRunning, PID: os.Getpid(), Sockets: []string{sock}},
 		{Role: "brokerd", State: supervise.StateFailed, Sockets: []string{filepath.Join(home, "run", "broker.sock")},
 			Reason: "died 6 times without running for 1m0s (last: exit status 1: audit: no space left on device)", Retry: "2026-12-01T18:05:03Z"},
-	}, false)
+	}, false, "")
 	code, out, errOut := run(t, "status", "--home", home)
 	if code != 1 || !strings.Contains(errOut, "1 roles not running") {
 		t.Errorf("status: %d %s", code, errOut)

@@ -126,11 +126,16 @@ func serve(ctx context.Context, cmd *cli.Command, paths config.Paths, out, log i
 		Start:      start,
 		Executable: exe, Daemons: daemons, Log: out, StartWait: 20 * time.Second, SocketMode: sock.SocketMode,
 		MaxRestarts: 5, Window: time.Minute, FailedRetry: cmd.Duration("failed-retry"),
-		OnChange:   func(st []supervise.Status) { writeUpState(paths, st, scripted) },
+		OnChange:   func(st []supervise.Status) { writeUpState(paths, st, scripted, upstream) },
 		KillHelper: killHelper,
 	}
 	defer os.Remove(upStatePath(paths))
-	return supervise.Run(ctx, opts, func() { upBanner(log, paths, daemons, scripted) })
+	return supervise.Run(ctx, opts, func() {
+		upBanner(log, paths, daemons, scripted)
+		if !scripted {
+			go probeModel(ctx, log, paths, upstream)
+		}
+	})
 }
 
 // modelUpstream is the llama-server inferproxy forwards to: the scripted
@@ -288,14 +293,16 @@ type upState struct {
 	// ScriptedModel says inferproxy answers with the scripted model, so
 	// that chat can say so before the first reply.
 	ScriptedModel bool `json:"scripted_model"`
+	// Upstream is the model server inferproxy forwards to, for status.
+	Upstream string `json:"upstream"`
 }
 
-func writeUpState(paths config.Paths, st []supervise.Status, scripted bool) {
+func writeUpState(paths config.Paths, st []supervise.Status, scripted bool, upstream string) {
 	now, _ := wire.TimestampOf(time.Now())
 	if st == nil {
 		st = []supervise.Status{}
 	}
-	data, err := wire.Marshal(&upState{Supervisor: os.Getpid(), Updated: now, Roles: st, ScriptedModel: scripted})
+	data, err := wire.Marshal(&upState{Supervisor: os.Getpid(), Updated: now, Roles: st, ScriptedModel: scripted, Upstream: upstream})
 	if err != nil {
 		return
 	}

@@ -126,7 +126,7 @@ func (c *inferClient) getJSON(ctx context.Context, path string, v any) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return unreachable(err)
+		return c.unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
@@ -150,7 +150,7 @@ func (c *inferClient) chat(ctx context.Context, body []byte) (io.ReadCloser, err
 	req.Header.Set("Accept", "text/event-stream")
 	resp, err := c.http.Do(req)
 	if err != nil {
-		return nil, unreachable(err)
+		return nil, c.unreachable(err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		defer resp.Body.Close()
@@ -163,8 +163,14 @@ func (c *inferClient) chat(ctx context.Context, body []byte) (io.ReadCloser, err
 	return resp.Body, nil
 }
 
-func unreachable(err error) error {
-	return fmt.Errorf("the model server is not reachable through infer.sock: %w", err)
+// unreachable names the way to the model server that failed: infer.sock
+// for the daemon, the server's own address for verify-device, which dials
+// it over TCP.
+func (c *inferClient) unreachable(err error) error {
+	if c.base == inferBase {
+		return fmt.Errorf("the model server is not reachable through infer.sock: %w", err)
+	}
+	return fmt.Errorf("the model server at %s is not reachable: %w", c.base, err)
 }
 
 // upstreamError is an error the model server (or inferproxy) answered.

@@ -2,6 +2,7 @@ package loopd
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -31,7 +32,7 @@ func verifyDeviceCommand() *cli.Command {
 			"inferproxy), uses slot 0, and exits 1 if any check fails.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "upstream", Required: true, Usage: "the llama-server, http://host:port"},
-			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "the longest one model request may take"},
+			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "the longest one check may take, and so each model request within it"},
 			// A small model that seldom ends its turn fills 2,048 tokens a
 			// reply, and ten turns overflow a small context (issue 26).
 			&cli.IntFlag{Name: "max-tokens", Value: verifyTokens, Usage: "the cap on each reply (max_tokens), reasoning included"},
@@ -79,7 +80,7 @@ func VerifyDevice(ctx context.Context, base string, timeout time.Duration, maxTo
 	cfg := config.DefaultLoop()
 	cfg.RequestTimeout = config.Dur(timeout)
 	cfg.SummaryTokens = min(cfg.SummaryTokens, maxTokens) // the summary is a reply too
-	v := &verifier{out: out, maxTokens: maxTokens, l: &loopd{
+	v := &verifier{out: out, timeout: timeout, maxTokens: maxTokens, l: &loopd{
 		cfg: cfg, log: log.New(io.Discard, "", 0), clock: time.Now, infer: newUpstreamClient(base),
 	}}
 	defer v.l.infer.close()
@@ -98,7 +99,8 @@ func VerifyDevice(ctx context.Context, base string, timeout time.Duration, maxTo
 // whose epochs live in memory.
 type verifier struct {
 	out            io.Writer
-	maxTokens      int // each reply's max_tokens
+	timeout        time.Duration // bounds each check
+	maxTokens      int           // each reply's max_tokens
 	l              *loopd
 	props          *serverProps // once /props answered
 	streamed       *turnReply   // the streaming check's turn, which the reasoning check reads
@@ -122,7 +124,16 @@ func (v *verifier) run(ctx context.Context, c verifyCheck) {
 	case c.needs && v.props == nil:
 		err = fmt.Errorf("not run: /props did not answer")
 	default:
-		detail, err = c.run(v, ctx)
+		// A line as the check starts, so that a server that hangs shows
+		// where; the check itself is bounded by --timeout, the first
+		// (/props) as much as the ten turns.
+		fmt.Fprintf(v.out, "...  %s\n", c.name)
+		cctx, cancel := context.WithTimeout(ctx, v.timeout)
+		detail, err = c.run(v, cctx)
+		if errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
+			err = fmt.Errorf("no answer within --timeout %s (%v)", v.timeout, err)
+		}
+		cancel()
 	}
 	// Every word here may come from the server: escaped for the terminal.
 	if err != nil {

@@ -199,3 +199,39 @@ func TestVerifyDevicePathPrefix(t *testing.T) {
 		t.Errorf("status %d\n%s%s", code, out, errOut)
 	}
 }
+
+// A server that takes the connection and never answers fails each check
+// within --timeout, the first one too; each check is named as it starts,
+// and the failure names the server's address, not infer.sock.
+func TestVerifyDeviceBoundsEveryCheck(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hang := make(chan struct{})
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-hang:
+		}
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { close(hang); srv.Close() })
+	start := time.Now()
+	code, out, _ := runVerify(t, "--upstream", "http://"+ln.Addr().String(), "--timeout", "300ms")
+	if took := time.Since(start); took > 20*time.Second {
+		t.Errorf("verify-device took %s against a hanging server with --timeout 300ms", took)
+	}
+	if code != roles.ExitFailed || !strings.Contains(out, "...  props\nFAIL props") || !strings.Contains(out, "no answer within --timeout 300ms") {
+		t.Errorf("status %d\n%s", code, out)
+	}
+	dead := runVerifyDead(t)
+	if strings.Contains(dead, "infer.sock") || !strings.Contains(dead, "the model server at http://127.0.0.1:9 is not reachable") {
+		t.Errorf("a refused TCP dial is blamed wrongly:\n%s", dead)
+	}
+}
+
+func runVerifyDead(t *testing.T) string {
+	_, out, _ := runVerify(t, "--upstream", "http://127.0.0.1:9", "--timeout", "2s")
+	return out
+}

@@ -129,6 +129,9 @@ func Load(path string) (Config, error) {
 	if err != nil {
 		return cfg, err
 	}
+	if errs := checkKeys(data); len(errs) > 0 {
+		return cfg, fmt.Errorf("%s: %s", path, strings.Join(errs, "; "))
+	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&cfg); err != nil {

@@ -195,6 +195,7 @@ type moduleResult struct {
 	Links      string            `json:"links"`
 	File       string            `json:"grantFile"`
 	Assertions []bool            `json:"assertions"`
+	Job        map[string]string `json:"job"`
 }
 
 // TestNixModuleUsesTheUnits evaluates module.nix and package.nix against a
@@ -247,6 +248,10 @@ func TestNixModuleUsesTheUnits(t *testing.T) {
 		!slices.Equal(got.Wants, want.TargetWants) {
 		t.Errorf("grants %v, %q; target wants %v", got.Grant, got.File, got.Wants)
 	}
+	// The module installs jobs beside the grants, as install does.
+	if got.Job["group"] != "boxmaker-broker" || got.Job["mode"] != "0640" || got.Job["user"] != "root" || !strings.Contains(got.Job["text"], "every = \"24h\"") {
+		t.Errorf("jobs: %v", got.Job)
+	}
 	if len(got.Assertions) != 1+4 || slices.Contains(got.Assertions, false) {
 		t.Errorf("assertions (the home, then one per secret name): %v", got.Assertions)
 	}
@@ -271,6 +276,7 @@ let
         allow_users = [ "abcdefghijklmnopqrstuvwxyz" ]; approve_emoji = "+1"; deny_emoji = "-1"; };
       grants = { fetch-docs = "tool = \"consult\"\nsecret = \"consult-api\"\n"; notes = "@grant@";
         bot = "tool = \"consult\"\nsecret = \"mattermost-bot\"\n"; plain = "tool = \"notes_read\"\n"; };
+      jobs = { morning = "every = \"24h\"\nprompt = \"hello\"\ndeliver = \"log\"\n"; };
       shellPackages = [ "/nix/store/stub-bash" ];
       settings = { sandbox.wall_time = "60s"; };
     };
@@ -285,6 +291,7 @@ in {
   config = c.environment.etc."boxmaker/config.toml".source.value;
   grant = removeAttrs c.environment.etc."boxmaker/grants/fetch-docs.toml" [ "text" ];
   grantFile = c.environment.etc."boxmaker/grants/notes.toml".source;
+  job = c.environment.etc."boxmaker/jobs/morning.toml";
   wants = c.systemd.targets.boxmaker.wants;
   links = p.postInstall;
   assertions = map (a: a.assertion) c.assertions;
