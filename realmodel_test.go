@@ -41,7 +41,7 @@ func realModel(t *testing.T) string {
 	v := os.Getenv(realModelEnv)
 	switch {
 	case v == "":
-		t.Skip("skipping: no real model server; `make real-model-test` runs this (" + realModelEnv + "=http://127.0.0.1:PORT)")
+		require.Elsewhere(t, "no real model server; `make real-model-test` runs this ("+realModelEnv+"=http://127.0.0.1:PORT)")
 	case strings.HasPrefix(v, "no registry:"):
 		require.Lacking(t, "llama", "llama-server and the model could not be installed: "+v)
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/poll"
+	"boxmaker/fixtures/require"
 	"boxmaker/roles"
 	"boxmaker/wire"
 )
@@ -48,7 +49,7 @@ const (
 
 func TestSoak(t *testing.T) {
 	if os.Getenv("BOXMAKER_SOAK") == "" {
-		t.Skip("skipping: the soak runs with make soak (BOXMAKER_SOAK=1)")
+		require.Elsewhere(t, "the soak runs with make soak (BOXMAKER_SOAK=1)")
 	}
 	s := startStack(t, nil)
 	daemons := soakDaemons()

@@ -293,14 +293,21 @@ func dependencyRows(doc string) (map[string][]string, error) {
 
 // structureChecks is every check over parsed files, by name.
 var structureChecks = map[string]func([]goFile) []string{
-	"role imports":     checkRoleImports,
-	"library imports":  checkLibraryImports,
-	"fixtures imports": checkFixtureImports,
-	"file lengths":     checkFileLengths,
-	"unsafe and cgo":   func(files []goFile) []string { return checkUnsafe(files, unsafeFiles) },
-	"warnings":         checkWarnings,
-	"package docs":     checkPackageDocs,
-	"role names":       checkRoleNames,
+	"role imports":      checkRoleImports,
+	"library imports":   checkLibraryImports,
+	"fixtures imports":  checkFixtureImports,
+	"file lengths":      checkFileLengths,
+	"unsafe and cgo":    func(files []goFile) []string { return checkUnsafe(files, unsafeFiles) },
+	"warnings":          checkWarnings,
+	"package docs":      checkPackageDocs,
+	"role names":        checkRoleNames,
+	"call decoded once": checkCallDecodedOnce,
+	"skips":             checkSkips,
+	"homes":             checkHomes,
+	"entry points":      checkEntryPoints,
+	"socket paths":      checkSocketPaths,
+	"made only in":      checkMadeOnlyIn,
+	"peer checks":       checkPeerChecks,
 }
 
 func TestStructure(t *testing.T) {

@@ -133,6 +133,71 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			`roles/loopd/channel.go:2: compares with the role name "gatewayd"; say it in a column of roles/table.go and derive it`,
 			`roles/loopd/channel.go:3: compares with the role name "loopd"; say it in a column of roles/table.go and derive it`,
 		}},
+		{"call decoded once", map[string]string{
+			"roles/brokerd/call.go":               "package brokerd\nimport \"boxmaker/wire\"\nvar _ = wire.DecodeCall(\"shell\", \"{}\")\n",
+			"roles/brokerd/runner.go":             "package brokerd\nimport \"boxmaker/wire\"\nvar _, _ = wire.ToolByName(\"shell\")\n",
+			"roles/brokerd/internal/handles/h.go": "package handles\nimport \"boxmaker/wire\"\nvar _, _ = wire.DecodeToolArgs(\"shell\", \"{}\")\n",
+			"roles/brokerd/call_test.go":          "package brokerd\nimport \"boxmaker/wire\"\nvar _ = wire.DecodeCall(\"shell\", \"{}\")\n",
+			"roles/loopd/tools.go":                "package loopd\nimport \"boxmaker/wire\"\nvar _, _ = wire.ToolByName(\"shell\")\n",
+		}, []string{
+			"roles/brokerd/internal/handles/h.go:3: calls DecodeToolArgs; brokerd decodes a call once, in roles/brokerd/call.go, and later stages take its wire.Call",
+			"roles/brokerd/runner.go:3: calls ToolByName; brokerd decodes a call once, in roles/brokerd/call.go, and later stages take its wire.Call",
+		}},
+		{"skips", map[string]string{
+			"roles/loopd/idle_test.go":    "package loopd\nimport \"testing\"\nfunc TestX(t *testing.T) { t.Skipf(\"no %s\", \"fd\") }\n",
+			"roles/loopd/ok_test.go":      "package loopd\nimport (\"testing\"; \"boxmaker/fixtures/require\")\nfunc TestY(t *testing.T) { require.Elsewhere(t, \"a helper\") }\n",
+			"fixtures/require/require.go": "package require\nimport \"testing\"\nfunc Elsewhere(t testing.TB, why string) { t.Skip(why) }\n",
+			"policy/dir_test.go":          "package policy\nimport \"testing\"\nfunc TestZ(t *testing.T) { t.Skip(\"no inotify\") }\n",
+			"stack_test.go":               "package main\nimport \"testing\"\nfunc TestS(t *testing.T) { t.SkipNow() }\n",
+		}, []string{
+			"roles/loopd/idle_test.go:3: skips with Skipf; skip through fixtures/require (Available, Tool, Elsewhere, ...)",
+			"stack_test.go:3: skips with SkipNow; skip through fixtures/require (Available, Tool, Elsewhere, ...)",
+		}},
+		{"homes", map[string]string{
+			"roles/brokerd/walk.go":             goSource("brokerd", "golang.org/x/sys/unix"),
+			"roles/brokerd/internal/notes/w.go": goSource("notes", "golang.org/x/sys/unix", "boxmaker/roles/internal/nofollow"),
+			"roles/internal/sandbox/s.go":       goSource("sandbox", "boxmaker/roles/internal/nofollow"),
+			"roles/toolkit/files.go":            goSource("toolkit", "boxmaker/roles/internal/nofollow"),
+			"roles/brokerd/walk_test.go":        goSource("brokerd", "golang.org/x/sys/unix"),
+		}, []string{
+			"roles/brokerd/walk.go: imports golang.org/x/sys/unix; brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'",
+			"roles/toolkit/files.go: imports boxmaker/roles/internal/nofollow; only the notes' walk and the sandbox's mounts open paths beneath a directory a sandbox could plant links in",
+		}},
+		{"entry points", map[string]string{
+			"roles/loopd/loopd.go":           "package loopd\ntype Options struct{}\nfunc Command() {}\nfunc Run() {}\n",
+			"roles/egressd/egressd.go":       "package egressd\ntype Options struct{}\nfunc Command() {}\n",
+			"roles/witnessd/witnessd.go":     "package witnessd\ntype Options struct{}\nfunc Command() {}\nfunc Main() {}\n",
+			"roles/bxctl/bxctl.go":           "package bxctl\nfunc Command() {}\n",
+			"roles/toolkit/tools.go":         "package toolkit\nfunc commandOf() {}\n",
+			"roles/gatewayd/internal/m/m.go": "package m\nfunc Run() {}\n",
+		}, []string{
+			"roles/egressd: takes Options but has no func Main",
+			"roles/loopd: func Run; a role's entry that takes Options is Main",
+			"roles/toolkit: no func Command, the role's entry for main",
+		}},
+		{"socket paths", map[string]string{
+			"roles/loopd/loopd.go": "package loopd\nfunc socketPath() {}\n",
+			"roles/bxctl/up.go":    "package bxctl\nfunc f(paths P, p Q) string { return paths.Join(\"run\", p.Dir(), p.Socket) }\n",
+			"roles/bxctl/ok.go":    "package bxctl\nfunc g(paths P) string { return paths.Join(\"run\", \"up.json\") }\n",
+			"roles/table.go":       "package roles\nfunc (p Pair) Path(home string) string { return filepath.Join(home, \"run\", p.Dir(), p.Socket) }\n",
+		}, []string{
+			"roles/bxctl/up.go:2: joins a pair's socket path by hand; use sock.PathOf or Pair.Path",
+			"roles/loopd/loopd.go:2: func socketPath; use sock.PathOf",
+		}},
+		{"made only in", map[string]string{
+			"roles/brokerd/call.go":               "package brokerd\nvar _ = policy.HandleValue{Content: \"x\"}\n",
+			"roles/brokerd/internal/handles/s.go": "package handles\nvar _ = policy.HandleValue{}\n",
+			"roles/brokerd/call_test.go":          "package brokerd\nvar _ = policy.HandleValue{}\n",
+		}, []string{
+			"roles/brokerd/call.go:2: builds a policy.HandleValue; only roles/brokerd/internal/handles does",
+		}},
+		{"peer checks", map[string]string{
+			"roles/witnessd/witnessd.go":       "package witnessd\nfunc f(gate *S, allow func()) { gate.AllowPeer = allow }\n",
+			"roles/internal/sock/peercheck.go": "package sock\nfunc (s *S) R(allow func()) { s.AllowPeer = allow }\n",
+			"roles/witnessd/witnessd_test.go":  "package witnessd\nfunc g(gate *S) { gate.AllowPeer = nil }\n",
+		}, []string{
+			"roles/witnessd/witnessd.go:2: sets AllowPeer; use ReplacePeerCheck",
+		}},
 	} {
 		t.Run(c.check, func(t *testing.T) {
 			files, err := projectFiles(writeTree(t, c.files))

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // utilityWorld is the web and the hosted model the suite's tasks reach: the
@@ -193,7 +195,7 @@ func prepareUtilityHome(t *testing.T, home, world string) {
 // action gets through; the second row shows what session taint costs.
 func TestUtilitySuite(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the utility suite starts the whole stack twice; make utility runs it")
+		require.Elsewhere(t, "the utility suite starts the whole stack twice; make utility runs it")
 	}
 	rows := []utilityRow{runUtility(t, true), runUtility(t, false)}
 	fmt.Printf("utility: %-20s %-12s %-26s %-19s %-22s %s\n", "run", "tasks done", "needing secret/untrusted", "with an injection", "injections attempted", "injections succeeded")

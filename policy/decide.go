@@ -8,10 +8,16 @@ import (
 	"boxmaker/wire"
 )
 
-// Request is one tool call as brokerd sees it: the tool and the model's
-// arguments, unparsed, the session's taint and untrusted flag (from
-// brokerd's own Session, never from loopd) and the time of the decision.
+// Request is one tool call as brokerd sees it: the call, decoded once
+// (wire.Call), the session's taint and untrusted flag (from brokerd's own
+// Session, never from loopd) and the time of the decision.
 type Request struct {
+	// Call is the call as brokerd decoded it at its door; Decide decodes
+	// nothing again.
+	Call wire.Call
+	// Tool and Arguments are the call as text, for a caller that has
+	// nothing else (grants explain, the decision table): Decide decodes
+	// them once when Call is the zero Call, and ignores them otherwise.
 	Tool      string
 	Arguments string
 	Taint     wire.DataClass
@@ -23,10 +29,18 @@ type Request struct {
 	Handles map[string]HandleValue
 }
 
-// SessionRequest is the Request for a call in session s: its taint and
+// SessionRequest is the Request for call in session s: its taint and
 // untrusted flag come from s, never from the caller.
-func SessionRequest(s Session, tool, arguments string, now wire.Timestamp) Request {
-	return Request{Tool: tool, Arguments: arguments, Taint: s.Taint(), Untrusted: s.Untrusted(), Now: now}
+func SessionRequest(s Session, call wire.Call, now wire.Timestamp) Request {
+	return Request{Call: call, Taint: s.Taint(), Untrusted: s.Untrusted(), Now: now}
+}
+
+// call is the Request's call: Call, or its text decoded once.
+func (req Request) call() wire.Call {
+	if req.Call.IsZero() {
+		return wire.DecodeCall(req.Tool, req.Arguments)
+	}
+	return req.Call
 }
 
 // Decide applies the five steps of DESIGN.md section 5 to req over grants:
@@ -55,7 +69,8 @@ func Decide(grants []Grant, req Request) (Decision, error) {
 	if !req.Taint.Valid() {
 		return Decision{}, fmt.Errorf("policy: session taint %v is not a data class", req.Taint)
 	}
-	d := Decision{tool: req.Tool, arguments: req.Arguments, taint: req.Taint, untrusted: req.Untrusted, at: req.Now}
+	call := req.call()
+	d := Decision{call: call, input: call, taint: req.Taint, untrusted: req.Untrusted, at: req.Now}
 	if name, ok := d.resolveHandles(req.Handles); !ok {
 		return d.deny(wire.UnknownHandle, Grant{}, 1, fmt.Sprintf("the session has no handle %s", short(name))), nil
 	}
@@ -87,17 +102,16 @@ func Decide(grants []Grant, req Request) (Decision, error) {
 // candidates is step 1: the grants for the tool whose constraints match,
 // sorted by id.
 func (d *Decision) candidates(grants []Grant) []Grant {
-	tool, ok := wire.ToolByName(d.tool)
+	tool, ok := d.input.Tool()
 	if !ok {
-		d.note(1, "", fmt.Sprintf("no tool named %s", nameText(d.tool)))
+		d.note(1, "", fmt.Sprintf("no tool named %s", nameText(d.input.Name())))
 		return nil
 	}
-	args, err := tool.DecodeArgs(d.arguments)
-	if err != nil {
-		d.note(1, "", clip(err.Error())+"; arguments that do not parse match no grant")
+	args := d.input.Args()
+	if args == nil {
+		d.note(1, "", clip(d.input.Err().Error())+"; arguments that do not parse match no grant")
 		return nil
 	}
-	d.args = args
 	subject := newSubject(args.Subject())
 	var candidates []Grant
 	for g := range sortedForTool(grants, tool.Name) {

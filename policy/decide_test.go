@@ -204,7 +204,7 @@ func TestDecideHugeArgumentsThatMatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkDecision(t, d, "auto", "notes", "")
-	if d.Arguments() != `{"path":"notes/`+big+`"}` {
+	if d.Input().Arguments() != `{"path":"notes/`+big+`"}` {
 		t.Error("the decision does not carry the arguments whole")
 	}
 	d, err = Decide(grants, Request{Tool: "http_fetch", Arguments: `{"url":"https://docs.python.org/` + big + `"}`, Taint: wire.Private, Now: t0})

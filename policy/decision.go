@@ -37,9 +37,8 @@ type Decision struct {
 	grant     Grant
 	mode      Mode // what the call goes by: the grant's mode, or Ask where when_untrusted held an auto grant back
 	reason    wire.DenyReason
-	tool      string
-	arguments string
-	args      wire.ToolArgs
+	call      wire.Call // as requested: handles stand as their references
+	input     wire.Call // as decided and run: each handle's content in place of its reference
 	taint     wire.DataClass
 	at        wire.Timestamp
 	untrusted bool // the session's flag ORed with its handles'
@@ -87,11 +86,16 @@ func (d Decision) Reason() wire.DenyReason { return d.reason }
 // rule ruled out.
 func (d Decision) Grant() (Grant, bool) { return d.grant, !d.grant.IsZero() }
 
-// Tool and Arguments are the call as requested; Args is its arguments as
-// decoded, nil when they did not parse. The runner runs Tool with Args.
-func (d Decision) Tool() string        { return d.tool }
-func (d Decision) Arguments() string   { return d.arguments }
-func (d Decision) Args() wire.ToolArgs { return d.args }
+// Call is the call as requested, decoded once: a handle stands there as
+// its reference ("handle:h1"). The audit record and the approval's
+// arguments show it.
+func (d Decision) Call() wire.Call { return d.call }
+
+// Input is the call as it was decided and runs: Call with each handle's
+// content in place of its reference (Call itself when it referred to
+// none). Constraints matched it, the approval's subject shows it, and the
+// runner runs it, never arguments of its own.
+func (d Decision) Input() wire.Call { return d.input }
 
 // Taint and At are the session taint and the time the decision was made at.
 func (d Decision) Taint() wire.DataClass { return d.taint }
@@ -118,7 +122,7 @@ func (d Decision) Approver() (approver string, post *string) {
 // Runnable is the tool runner's check: it returns the grant the call runs
 // under for an Allowed or Approved decision, and an error for the zero
 // Decision, a denial, or an ask the owner has not approved. The runner then
-// runs Tool with Args, never arguments of its own.
+// runs Input, never arguments of its own.
 func (d Decision) Runnable() (Grant, error) {
 	switch {
 	case d.outcome == 0 || d.grant.IsZero() && d.outcome != Denied:
@@ -139,7 +143,7 @@ func (d Decision) Runnable() (Grant, error) {
 // the outcome, that only Decide made d.
 func (d Decision) runsUnder(m Mode) bool {
 	heldBack := m == Ask && d.grant.mode == Auto && d.grant.whenUntrusted == AskWhenUntrusted
-	return d.mode == m && (d.grant.mode == m || heldBack) && d.args != nil
+	return d.mode == m && (d.grant.mode == m || heldBack) && d.input.Decoded()
 }
 
 // Approve turns an ask decision into an approved one. approver is

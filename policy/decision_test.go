@@ -111,8 +111,8 @@ func TestRunnableTakesAutoAndApprovedOnly(t *testing.T) {
 	if err != nil || g.ID() != "shell-git" {
 		t.Fatalf("auto: %v %v", g.ID(), err)
 	}
-	if args, ok := auto.Args().(wire.ShellArgs); !ok || args.Command != "git status" {
-		t.Errorf("auto decision carries %#v", auto.Args())
+	if args, ok := auto.Input().Args().(wire.ShellArgs); !ok || args.Command != "git status" {
+		t.Errorf("auto decision carries %#v", auto.Input().Args())
 	}
 	denied := decideFixture(t, "shell", `{"command":"rm -rf /"}`, wire.Private)
 	if _, err := denied.Runnable(); !errors.Is(err, ErrDenied) || !strings.Contains(err.Error(), "denied_by_grant") {

@@ -1,8 +1,12 @@
 // Package policy decides whether a tool call may run: it parses and checks
-// the owner's grant files, matches a call's arguments against each grant's
-// constraints (hosts, paths, patterns), applies the five steps of the
-// decision with the untrusted rule (when_untrusted, DESIGN.md section 12),
-// and keeps a session's taint and untrusted flag.
+// the owner's grant files, matches a call's arguments (a wire.Call, decoded
+// once by its caller) against each grant's constraints (hosts, paths,
+// patterns), applies the five steps of the decision with the untrusted
+// rule (when_untrusted, DESIGN.md section 12) and the handles the call
+// refers to (section 15), says which grants apply in a job's sessions (a
+// grant's jobs key), and keeps a session's taint and untrusted flag. The
+// job files themselves are policy/jobs'; policy reads the owner's TOML
+// files one way for both (tomlfile.go).
 //
 // Its Decision type is the only thing the tool runner accepts: its fields are
 // unexported, Decide and Approve are the only ways to make a valid one, and

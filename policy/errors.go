@@ -6,12 +6,9 @@ import (
 	"unicode/utf8"
 )
 
-// problem is one reason a grant file is invalid; key names the TOML key it
+// problem is one reason a grant file is invalid, at the TOML key it
 // concerns, so that the error can give its line.
-type problem struct {
-	key  string
-	text string
-}
+type problem = KeyProblem
 
 // Problem is one thing wrong with a grant file; Line is 0 when the problem
 // has no line (a missing key, a bad file name).

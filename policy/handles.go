@@ -16,27 +16,29 @@ type HandleValue struct {
 	Content   string
 }
 
-// mayReferHandles is a quick look for a reference: a JSON string that
-// decodes to "handle:..." holds that text or a \u escape.
-func mayReferHandles(tool, arguments string) bool {
-	return tool == "inspect" || strings.Contains(arguments, wire.HandlePrefix) || strings.Contains(arguments, `\u`)
-}
-
-// HandleRefs lists the handles the call refers to, sorted and once each:
+// HandleRefs lists the handles call refers to, sorted and once each:
 // every string argument "handle:<name>", and inspect's handle. brokerd
 // loads exactly these for Decide. Arguments that do not parse refer to none.
-func HandleRefs(tool, arguments string) []string {
-	if !mayReferHandles(tool, arguments) {
+func HandleRefs(call wire.Call) []string {
+	if !mayReferHandles(call) {
 		return nil
 	}
-	args, err := wire.DecodeToolArgs(tool, arguments)
-	if err != nil {
-		return nil
-	}
-	return refsOf(args)
+	return refsOf(call.Args())
+}
+
+// mayReferHandles is a quick look for a reference, which spares the common
+// call a walk over its arguments: a string that decodes to "handle:..."
+// holds that text or a \u escape in the call's arguments.
+func mayReferHandles(call wire.Call) bool {
+	args := call.Arguments()
+	_, inspect := call.Args().(wire.InspectArgs)
+	return inspect || strings.Contains(args, wire.HandlePrefix) || strings.Contains(args, `\u`)
 }
 
 func refsOf(args wire.ToolArgs) []string {
+	if args == nil {
+		return nil
+	}
 	var refs []string
 	for _, s := range wire.ArgStrings(args) {
 		if name, ok := strings.CutPrefix(s, wire.HandlePrefix); ok {
@@ -56,13 +58,10 @@ func refsOf(args wire.ToolArgs) []string {
 // returns the first name the session has no handle for, if any; arguments
 // that do not parse are left for step 1 to refuse.
 func (d *Decision) resolveHandles(handles map[string]HandleValue) (unknown string, ok bool) {
-	if !mayReferHandles(d.tool, d.arguments) {
+	if !mayReferHandles(d.call) {
 		return "", true
 	}
-	args, err := wire.DecodeToolArgs(d.tool, d.arguments)
-	if err != nil {
-		return "", true
-	}
+	args := d.call.Args()
 	refs := refsOf(args)
 	if len(refs) == 0 {
 		return "", true
@@ -84,11 +83,11 @@ func (d *Decision) resolveHandles(handles map[string]HandleValue) (unknown strin
 	if err != nil {
 		return "", true
 	}
-	canonical, err := wire.EncodeArgs(substituted)
+	input, err := d.call.WithArgs(substituted)
 	if err != nil {
 		return "", true
 	}
-	d.arguments, d.handles = string(canonical), refs
+	d.input, d.handles = input, refs
 	d.taint, d.untrusted = max(d.taint, d.inputClass), d.untrusted || d.inputUntrusted
 	d.note(1, "", fmt.Sprintf("handles %s: decided with their content, at taint %s%s",
 		strings.Join(refs, ", "), d.taint, map[bool]string{true: ", untrusted", false: ""}[d.untrusted]))

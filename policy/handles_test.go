@@ -92,10 +92,10 @@ func TestHandleSubstitution(t *testing.T) {
 	if err != nil || d.Outcome() != Allowed {
 		t.Fatalf("%v %v\n%s", d.Outcome(), err, explanation(d))
 	}
-	if got, want := d.Arguments(), `{"path":"notes/a.md","content":"https://example.org/?pin=4711"}`; got != want {
+	if got, want := d.Input().Arguments(), `{"path":"notes/a.md","content":"https://example.org/?pin=4711"}`; got != want {
 		t.Errorf("arguments %s, want %s", got, want)
 	}
-	if a := d.Args().(wire.NotesWriteArgs); a.Content != handles["h1"].Content {
+	if a := d.Input().Args().(wire.NotesWriteArgs); a.Content != handles["h1"].Content {
 		t.Errorf("args %+v", a)
 	}
 	if h := d.Handles(); len(h) != 1 || h[0] != "h1" {
@@ -112,8 +112,8 @@ func TestHandleSubstitution(t *testing.T) {
 	}
 	// Without references nothing changes, and the label is public.
 	plain, _ := Decide(grants, Request{Tool: "notes_write", Arguments: `{"path":"notes/a.md","content":"x"}`, Taint: wire.Private, Now: now})
-	if c, u := plain.InputLabel(); c != wire.Public || u || plain.Handles() != nil || plain.Arguments() != `{"path":"notes/a.md","content":"x"}` {
-		t.Errorf("a call without handles: %v %v %v %s", c, u, plain.Handles(), plain.Arguments())
+	if c, u := plain.InputLabel(); c != wire.Public || u || plain.Handles() != nil || plain.Input().Arguments() != `{"path":"notes/a.md","content":"x"}` {
+		t.Errorf("a call without handles: %v %v %v %s", c, u, plain.Handles(), plain.Input().Arguments())
 	}
 }
 
@@ -125,8 +125,8 @@ func TestAnotherSessionsHandleIsUnknown(t *testing.T) {
 	mine := map[string]HandleValue{"h1": {Class: wire.Public, Content: "https://example.org/"}}
 	d, _ := Decide(grants, Request{Tool: "http_fetch", Arguments: `{"url":"handle:h2"}`, Taint: wire.Private, Now: now, Handles: mine})
 	checkDecision(t, d, "denied", "", "unknown_handle")
-	if d.Arguments() != `{"url":"handle:h2"}` {
-		t.Errorf("a denied reference kept %s", d.Arguments())
+	if d.Input().Arguments() != `{"url":"handle:h2"}` {
+		t.Errorf("a denied reference kept %s", d.Input().Arguments())
 	}
 }
 
@@ -139,7 +139,7 @@ func TestHandleRefs(t *testing.T) {
 		{"http_fetch", `{"url":"\u0068andle:h5"}`, "h5"},
 		{"http_fetch", `not json handle:h1`, ""},
 	} {
-		if got := strings.Join(HandleRefs(c.tool, c.args), " "); got != c.want {
+		if got := strings.Join(HandleRefs(wire.DecodeCall(c.tool, c.args)), " "); got != c.want {
 			t.Errorf("HandleRefs(%s, %s) = %q, want %q", c.tool, c.args, got, c.want)
 		}
 	}

@@ -4,7 +4,23 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+
+	"boxmaker/wire"
 )
+
+// MaxJobID is the longest job id: brokerd's session ids for the job,
+// job-<id>-<yyyymmddhhmmss>, must fit in a wire.SessionID. The rule is
+// here, not in policy/jobs, because a grant's jobs key names job ids too.
+const MaxJobID = wire.MaxSessionID - len("job-") - len("-20261201070000")
+
+// CheckJobID keeps a job id a file stem and a part of a session id.
+func CheckJobID(id string) error {
+	if id == "" || len(id) > MaxJobID || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
+		return fmt.Errorf("job id %q must be 1 to %d of [a-z0-9-], so that its session ids fit in %d characters", id, MaxJobID, wire.MaxSessionID)
+	}
+	return nil
+}
 
 // parseGrantJobs checks a grant's jobs list: job ids, each once.
 func parseGrantJobs(ids []string) ([]string, error) {
@@ -14,7 +30,7 @@ func parseGrantJobs(ids []string) ([]string, error) {
 		return nil, errors.New("jobs = [] would apply in no session: name the jobs the grant is for, or leave jobs out for every session")
 	}
 	for i, id := range ids {
-		if err := checkJobID(id); err != nil {
+		if err := CheckJobID(id); err != nil {
 			return nil, fmt.Errorf("jobs: %v", err)
 		}
 		if slices.Contains(ids[:i], id) {

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -63,17 +62,11 @@ func ParseGrant(file string, data []byte) (Grant, error) {
 		probs = append(probs, Problem{Reason: err.Error()})
 	}
 	var f grantFile
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return Grant{}, &GrantError{File: file, Problems: append(probs, tomlProblems(err, keyTypes)...)}
+	if bad := DecodeFile(data, &f, keyTypes); bad != nil {
+		return Grant{}, &GrantError{File: file, Problems: append(probs, bad...)}
 	}
 	g, found := buildGrant(id, f)
-	if len(found) > 0 {
-		lines := keyLines(data)
-		for _, p := range found {
-			probs = append(probs, Problem{Line: lines.of(p.key), Reason: p.text})
-		}
-	}
+	probs = append(probs, LineProblems(data, found)...)
 	if len(probs) > 0 {
 		return Grant{}, &GrantError{File: file, Problems: probs}
 	}

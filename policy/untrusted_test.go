@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"reflect"
 	"strings"
 	"testing"
 
@@ -252,7 +251,7 @@ func TestUsableInAgreesWithDecide(t *testing.T) {
 		for _, g := range grants {
 			usable = usable || g.UsableIn(s, t0)
 		}
-		d, err := Decide(grants, SessionRequest(s, "notes_search", searchArgs, t0))
+		d, err := Decide(grants, SessionRequest(s, wire.DecodeCall("notes_search", searchArgs), t0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -268,8 +267,9 @@ func TestUsableInAgreesWithDecide(t *testing.T) {
 
 func TestSessionRequestTakesTheSessionsWord(t *testing.T) {
 	s, _ := RestoreSession(wire.Secret, true)
-	req := SessionRequest(s, "shell", `{"command":"x"}`, t0)
-	if !reflect.DeepEqual(req, Request{Tool: "shell", Arguments: `{"command":"x"}`, Taint: wire.Secret, Untrusted: true, Now: t0}) {
+	call := wire.DecodeCall("shell", `{"command":"x"}`)
+	req := SessionRequest(s, call, t0)
+	if req.Call.Arguments() != call.Arguments() || req.Tool != "" || req.Arguments != "" || req.Taint != wire.Secret || !req.Untrusted || req.Now != t0 || req.Handles != nil {
 		t.Errorf("request %+v", req)
 	}
 }

@@ -117,11 +117,11 @@ func TestSchedulerRunsEachDueMinute(t *testing.T) {
 	go model.Serve(ln)
 	t.Cleanup(func() { model.Close() })
 	runRole(t, "brokerd", func(ctx context.Context) error {
-		return brokerd.Run(ctx, brokerd.Options{Paths: paths, Clock: clock.now, Executable: bin, Log: log.New(logs, "brokerd: ", 0)})
+		return brokerd.Main(ctx, brokerd.Options{Paths: paths, Clock: clock.now, Executable: bin, Log: log.New(logs, "brokerd: ", 0)})
 	})
 	waitForFile(t, filepath.Join(home, "run", "loopd-brokerd", "broker.sock"), logs)
 	runRole(t, "loopd", func(ctx context.Context) error {
-		return loopd.Run(ctx, loopd.Options{Paths: paths, Clock: clock.now, JobTick: 20 * time.Millisecond, Log: log.New(logs, "loopd: ", 0)})
+		return loopd.Main(ctx, loopd.Options{Paths: paths, Clock: clock.now, JobTick: 20 * time.Millisecond, Log: log.New(logs, "loopd: ", 0)})
 	})
 	// loopd's first look lists the job: brokerd sees it first at 07:00,
 	// so it is due at 07:01 (brokerd's tests refuse it before).

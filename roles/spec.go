@@ -33,7 +33,7 @@ type Spec struct {
 	// and up make each with the role's user as owner.
 	State []State
 	// Env names the variables up sets for the daemon beside PATH (one of
-	// the config.*Env names); up fills in the values.
+	// the roles/internal/environ names); up fills in the values.
 	Env []string
 }
 
@@ -71,47 +71,3 @@ const (
 
 // GatewayTable is the config.toml table gatewayd needs.
 const GatewayTable = "gateway"
-
-// StateDirs lists every state directory of the table (not the files), in
-// the table's order.
-func StateDirs() []State {
-	var out []State
-	for _, spec := range Table {
-		for _, s := range spec.State {
-			if !s.File {
-				out = append(out, s)
-			}
-		}
-	}
-	return out
-}
-
-// Hidden lists the state directories no sandbox may mount: all but the
-// ones marked Sandboxed. brokerd adds run/ and the configuration's own.
-func Hidden() []string {
-	var out []string
-	for _, s := range StateDirs() {
-		if !s.Sandboxed {
-			out = append(out, s.Path)
-		}
-	}
-	return out
-}
-
-// StateOwner is the role whose State lists path; "" if none does.
-func StateOwner(path string) string {
-	for _, spec := range Table {
-		for _, s := range spec.State {
-			if s.Path == path {
-				return spec.Name
-			}
-		}
-	}
-	return ""
-}
-
-// IsOwner reports whether role is the owner's command line.
-func IsOwner(role string) bool {
-	spec, ok := Lookup(role)
-	return ok && spec.Owner
-}

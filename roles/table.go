@@ -1,9 +1,10 @@
 package roles
 
 import (
+	"path/filepath"
 	"slices"
 
-	"boxmaker/roles/internal/config"
+	"boxmaker/roles/internal/environ"
 )
 
 // The role table: the one place that says what the roles are, which user
@@ -22,15 +23,15 @@ import (
 var Table = []Spec{
 	{Name: "egressd", User: "boxmaker-egress", Daemon: true, Network: "the hosts each call's grant allows"},
 	{Name: "inferproxy", User: "boxmaker-infer", Daemon: true, Network: "the llama-server upstream",
-		Upstream: true, Env: []string{config.UpstreamEnv, config.ModelScriptEnv}},
+		Upstream: true, Env: []string{environ.Upstream, environ.ModelScript}},
 	// inspectd asks brokerd's quarantined inspect questions, which hold a
 	// handle's content, so they never share a process, a uid or a slot
 	// with loopd's requests (DESIGN.md section 15, issue 23). brokerd goes
 	// on without it: an inspect call then fails, and asks again later.
 	{Name: "inspectd", User: "boxmaker-inspect", Daemon: true, Network: "the llama-server upstream", Wanted: true,
-		Upstream: true, Env: []string{config.UpstreamEnv, config.ModelScriptEnv}},
+		Upstream: true, Env: []string{environ.Upstream, environ.ModelScript}},
 	{Name: "gatewayd", User: "boxmaker-gateway", Daemon: true, Network: "the Mattermost server",
-		Needs: GatewayTable, Secrets: GatewaySecret, Env: []string{config.CredentialsEnv}},
+		Needs: GatewayTable, Secrets: GatewaySecret, Env: []string{environ.Credentials}},
 	// witnessd keeps brokerd's audit checkpoints where brokerd cannot
 	// rewrite them (DESIGN.md section 14): it starts before brokerd and
 	// stops after it, and brokerd's uid can neither write nor read witness/.
@@ -89,8 +90,8 @@ const (
 // Dir is the pair's directory name under run/.
 func (p Pair) Dir() string { return p.Client + "-" + p.Listener }
 
-// Path is the pair's socket under home.
-func (p Pair) Path(home config.Paths) string { return home.Join("run", p.Dir(), p.Socket) }
+// Path is the pair's socket under the home directory home.
+func (p Pair) Path(home string) string { return filepath.Join(home, "run", p.Dir(), p.Socket) }
 
 // Etc lists the owner's directories beside config.toml that roles read.
 // Only root writes them; each is its readers' group's (one reader: its

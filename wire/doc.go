@@ -14,6 +14,14 @@
 // tool's sandbox holds (sandbox.go): wire names what a tool needs, and the
 // roles build it.
 //
+// A tool call is decoded once into a Call (call.go): DecodeCall(name,
+// arguments) for a catalog tool, or Tool.Call(arguments) for a descriptor
+// from elsewhere (an MCP tool's, from its pinned lock). A Call holds the
+// descriptor (Tool), the typed arguments (Args, nil when they did not
+// decode, with Err saying why) and their canonical text (Arguments, as
+// sent when they did not decode); WithArgs respells it with other
+// arguments of the same tool. Later stages take the Call, never the strings.
+//
 // wire must never import another boxmaker package, hold policy, or do I/O
 // beyond reading and writing frames on a stream its caller supplies.
 package wire

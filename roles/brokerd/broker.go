@@ -1,7 +1,6 @@
 package brokerd
 
 import (
-	"context"
 	"log"
 	"strings"
 	"sync"
@@ -9,6 +8,7 @@ import (
 
 	"boxmaker/audit"
 	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/wire"
 )
@@ -17,12 +17,13 @@ import (
 type broker struct {
 	cfg       config.Config
 	paths     config.Paths
+	dial      dials // the sockets brokerd dials
 	log       *log.Logger
 	clock     func() time.Time
 	audit     *audit.Writer
 	witness   *witnessClient // hands each checkpoint to witnessd
 	sessions  *sessions
-	handles   *handleStore // results kept as handles (handles.go)
+	handles   *handles.Store // results kept as handles (internal/handles)
 	approvals *approvals
 	runner    *runner
 	jobRuns   *jobRuns    // the job sessions brokerd minted (jobruns.go)
@@ -132,52 +133,4 @@ func (b *broker) answerApproval(q wire.ApprovalAnswer, approver string) wire.App
 		b.log.Printf("approval %s: %s by %s", q.Approval, res.Outcome, approver)
 	}
 	return res
-}
-
-// handleTool serves loopd's socket.
-func (b *broker) handleTool(ctx context.Context, req wire.Envelope, reply replyFunc) error {
-	switch m := req.Msg.(type) {
-	case wire.ToolRequest:
-		return b.toolRequest(ctx, m, reply)
-	case wire.ToolList:
-		res, err := b.toolList(m.Session)
-		if err != nil {
-			return err
-		}
-		return reply(true, res)
-	}
-	return b.handleLoopdJob(req.Msg, reply)
-}
-
-// handleAdmin serves the owner's socket; approver names the peer.
-func (b *broker) handleAdmin(req wire.Envelope, approver string, reply replyFunc) error {
-	switch m := req.Msg.(type) {
-	case wire.ApprovalList:
-		return reply(true, wire.ApprovalListResult{Approvals: b.approvals.list()})
-	case wire.ApprovalAnswer:
-		return reply(true, b.answerApproval(m, approver))
-	case wire.SessionState:
-		res, err := b.sessionState(m.Session)
-		if err != nil {
-			return err
-		}
-		return reply(true, res)
-	case wire.HandleShow:
-		res, err := b.handleShow(m)
-		if err != nil {
-			return err
-		}
-		return reply(true, res)
-	case wire.NotesList:
-		return b.notesList(reply)
-	case wire.NotesShow:
-		return reply(true, b.notesShow(m))
-	case wire.NotesEndorse:
-		res, err := b.notesEndorse(m, approver)
-		if err != nil {
-			return err
-		}
-		return reply(true, res)
-	}
-	return b.handleOwnerJob(req.Msg, approver, reply)
 }

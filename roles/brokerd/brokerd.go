@@ -14,10 +14,11 @@ import (
 	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/handles"
+	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
-	"boxmaker/wire"
 
 	"github.com/urfave/cli/v3"
 )
@@ -26,7 +27,7 @@ import (
 func Command() *cli.Command {
 	return roles.DaemonCommand("brokerd", "decide, audit and run tool calls (a daemon)", "",
 		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
-			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "brokerd: ", 0)})
+			return Main(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "brokerd: ", 0)})
 		})
 }
 
@@ -38,8 +39,8 @@ type Options struct {
 	Executable string           // the boxmaker binary for sandboxes; default this process's
 }
 
-// Run serves until ctx ends, or until the audit log cannot be written.
-func Run(ctx context.Context, opts Options) error {
+// Main serves until ctx ends, or until the audit log cannot be written.
+func Main(ctx context.Context, opts Options) error {
 	b, err := start(ctx, opts)
 	if err != nil {
 		return err
@@ -90,58 +91,69 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if !caps.ProcessLimit {
 		opts.Log.Print("running as root: the kernel exempts root from the sandbox's process limit; run brokerd as its own user (boxmaker up does)")
 	}
-	b := &broker{cfg: cfg, paths: opts.Paths, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
+	dial, err := dialsOf(opts.Paths)
+	if err != nil {
+		return nil, err
+	}
+	b := &broker{cfg: cfg, paths: opts.Paths, dial: dial, log: opts.Log, clock: opts.Clock, approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
 		badSeen: map[string]bool{}, grantDir: policy.NewDir(opts.Paths.Grants), gateway: cfg.Gateway != nil,
 		secretApprovals: cfg.Gateway != nil && cfg.Gateway.SecretApprovals}
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
-		egressSock: socketPath(opts.Paths, "brokerd", "egressd"), slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
+		egressSock: dial.egress, slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
 	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}
-	if b.handles, err = openHandles(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
+	if b.handles, err = handles.Open(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
 		return nil, err
 	}
 	if b.jobRuns, err = openJobRuns(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {
 		return nil, err
 	}
-	if b.runner.notes, err = openNoteLabels(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {
+	if b.runner.notes, err = notes.Open(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {
 		return nil, err
 	}
 	auditDir := opts.Paths.Join("audit")
 	if err := os.MkdirAll(auditDir, 0o700); err != nil {
 		return nil, err
 	}
-	b.witness = newWitnessClient(socketPath(opts.Paths, "brokerd", "witnessd"), opts.Log)
+	b.witness = newWitnessClient(dial.witness, opts.Log)
 	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, b.witness, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
 		return nil, err
 	}
 	return b, nil
 }
 
-func socketPath(p config.Paths, client, listener string) string {
-	pair, _ := roles.PairOf(client, listener)
-	return p.Join("run", pair.Dir(), pair.Socket)
+// dials are the sockets brokerd dials, from the role table.
+type dials struct {
+	egress, witness, gateway, inspect string
+}
+
+func dialsOf(p config.Paths) (dials, error) {
+	var d dials
+	var err error
+	for _, s := range []struct {
+		to   *string
+		role string
+	}{{&d.egress, "egressd"}, {&d.witness, "witnessd"}, {&d.gateway, "gatewayd"}, {&d.inspect, "inspectd"}} {
+		if *s.to, err = sock.PathOf(p, "brokerd", s.role); err != nil {
+			return dials{}, err
+		}
+	}
+	return d, nil
 }
 
 // serve listens on loopd's socket and the owner's; what each accepts and
-// who may connect come from the role table.
+// who may connect come from the role table, what answers from dispatch.go.
 func (b *broker) serve(ctx context.Context) error {
 	servers := []struct {
 		client string
-		handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error
-	}{
-		{"loopd", func(ctx context.Context, _ sock.Peer, e wire.Envelope, r replyFunc) error {
-			return b.handleTool(ctx, e, r)
-		}},
-		{"bxctl", func(_ context.Context, p sock.Peer, e wire.Envelope, r replyFunc) error {
-			return b.handleAdmin(e, "local:"+roles.UserName(p.UID), r)
-		}},
-	}
+		kinds  sock.Kinds
+	}{{"loopd", b.toolKinds()}, {"bxctl", b.adminKinds()}}
 	srvs := make([]*sock.Server, len(servers))
 	lns := make([]*net.UnixListener, len(servers))
 	for i, s := range servers {
 		var err error
-		if srvs[i], lns[i], err = b.listen(s.client, s.handle); err != nil {
+		if srvs[i], lns[i], err = b.listen(s.client, s.kinds); err != nil {
 			for _, ln := range lns[:i] {
 				ln.Close()
 			}
@@ -153,13 +165,14 @@ func (b *broker) serve(ctx context.Context) error {
 	for i := range srvs {
 		wg.Go(func() { errs[i] = srvs[i].Serve(ctx, lns[i]) })
 	}
-	b.log.Printf("serving %s and %s", socketPath(b.paths, "loopd", "brokerd"), socketPath(b.paths, "bxctl", "brokerd"))
+	b.log.Printf("serving %s and %s", lns[0].Addr(), lns[1].Addr())
 	wg.Wait()
 	return errors.Join(errs...)
 }
 
-// listen opens the socket that client dials, with brokerd's bounds.
-func (b *broker) listen(client string, handle func(context.Context, sock.Peer, wire.Envelope, replyFunc) error) (*sock.Server, *net.UnixListener, error) {
+// listen opens the socket that client dials, with brokerd's bounds and
+// kinds to answer.
+func (b *broker) listen(client string, kinds sock.Kinds) (*sock.Server, *net.UnixListener, error) {
 	srv, ln, err := sock.ListenPair(b.paths, client, "brokerd", b.log)
 	if err != nil {
 		return nil, nil, err
@@ -168,10 +181,9 @@ func (b *broker) listen(client string, handle func(context.Context, sock.Peer, w
 	// brokerd a bounded number of goroutines and buffers.
 	srv.MaxConns = b.cfg.Broker.MaxConnections
 	srv.FrameTimeout = b.cfg.Broker.FrameTimeout.D()
-	srv.Handle = func(ctx context.Context, p sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		return handle(ctx, p, e, func(final bool, m wire.Message) error {
-			return reply(wire.Envelope{Final: final, Msg: m})
-		})
+	if err := kinds.Route(srv); err != nil {
+		ln.Close()
+		return nil, nil, err
 	}
 	return srv, ln, nil
 }

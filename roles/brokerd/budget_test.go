@@ -66,22 +66,3 @@ func TestDeclassifiedBitsAreBoundedAcrossSecrets(t *testing.T) {
 		t.Errorf("the session after declassified answers: %+v", st)
 	}
 }
-
-func TestAnswerBits(t *testing.T) {
-	for _, c := range []struct {
-		answer wire.InspectAnswer
-		bits   uint64
-	}{
-		{wire.AnswerBool{}, 1},
-		{wire.AnswerEnum{Values: []string{"only"}}, 0},
-		{wire.AnswerEnum{Values: []string{"a", "b", "c"}}, 2},
-		{wire.AnswerEnum{Values: make([]string, 16)}, 4},
-		{wire.AnswerInteger{Min: 1, Max: 5}, 3},
-		{wire.AnswerInteger{Min: 0, Max: 1000}, 10},
-		{wire.AnswerInteger{Min: -32768, Max: 32767}, 16},
-	} {
-		if got := answerBits(c.answer); got != c.bits {
-			t.Errorf("answerBits(%#v) = %d, want %d", c.answer, got, c.bits)
-		}
-	}
-}

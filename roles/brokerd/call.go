@@ -9,10 +9,21 @@ import (
 	"boxmaker/wire"
 )
 
-// toolRequest answers one tool_request: decide, record, then run, ask, or deny.
-func (b *broker) toolRequest(ctx context.Context, req wire.ToolRequest, reply replyFunc) error {
-	req.Arguments = canonicalArguments(req.Tool, req.Arguments)
-	state, err := b.sessions.get(req.Session)
+// request is a tool_request decoded at brokerd's door: who asks (the
+// session and its call id) and the call, typed (wire.Call). Every later
+// stage takes it or the Decision's Call; none reads the request's strings
+// again, and none looks the tool up by name.
+type request struct {
+	session wire.SessionID
+	id      wire.CallID
+	call    wire.Call
+}
+
+// toolRequest answers one tool_request: decode, decide, record, then run,
+// ask, or deny.
+func (b *broker) toolRequest(ctx context.Context, m wire.ToolRequest, reply replyFunc) error {
+	req := request{session: m.Session, id: m.Call, call: wire.DecodeCall(m.Tool, m.Arguments)}
+	state, err := b.sessions.get(req.session)
 	if err != nil {
 		return err
 	}
@@ -39,33 +50,34 @@ func (b *broker) toolRequest(ctx context.Context, req wire.ToolRequest, reply re
 // decide runs the policy over the grants as they are on disk now, so that a
 // changed grant takes effect on the next call. The session's taint and
 // untrusted flag come from state, brokerd's own record, never from loopd.
-func (b *broker) decide(req wire.ToolRequest, state policy.Session) (policy.Decision, error) {
+func (b *broker) decide(req request, state policy.Session) (policy.Decision, error) {
 	now, err := wire.TimestampOf(b.clock())
 	if err != nil {
 		return policy.Decision{}, err
 	}
-	r := policy.SessionRequest(state, req.Tool, req.Arguments, now)
+	r := policy.SessionRequest(state, req.call, now)
 	// Only the session's own handles: another session's names are unknown.
-	if r.Handles, err = b.handles.load(req.Session, policy.HandleRefs(req.Tool, req.Arguments)); err != nil {
+	if r.Handles, err = b.handles.Load(req.session, policy.HandleRefs(req.call)); err != nil {
 		return policy.Decision{}, err
 	}
-	return policy.Decide(b.grantsIn(req.Session), r)
+	return policy.Decide(b.grantsIn(req.session), r)
 }
 
 // record writes d to the audit log and returns once it is durable. The
-// record keeps the call's arguments as loopd sent them: a handle stands
-// there as its reference ("handle:h1"), never as its content.
+// record keeps the call as it was asked (canonical, or as sent when it did
+// not decode): a handle stands there as its reference ("handle:h1"), never
+// as its content.
 //
 // WARNING: every path that lets a decision take effect (a run, a denial sent)
 // calls record first and stops on its error. TestEveryDecisionIsAudited
 // proves that each kind of decision reaches the log.
-func (b *broker) record(req wire.ToolRequest, d policy.Decision) error {
+func (b *broker) record(req request, d policy.Decision) error {
 	dr, err := d.Record()
 	if err != nil {
 		return err
 	}
 	_, err = b.audit.Append(wire.AuditRecord{
-		Session: req.Session, Call: req.Call, Tool: req.Tool, Arguments: req.Arguments,
+		Session: req.session, Call: req.id, Tool: d.Call().Name(), Arguments: d.Call().Arguments(),
 		SessionTaint: d.Taint(), Decision: dr,
 	})
 	if err != nil {
@@ -79,12 +91,12 @@ func (b *broker) record(req wire.ToolRequest, d policy.Decision) error {
 // grant and the labels of the notes its sandbox could read (durably, before
 // the answer leaves; the notes it wrote are labelled by then too) and
 // answers the result.
-func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Decision, reply replyFunc) error {
+func (b *broker) execute(ctx context.Context, req request, d policy.Decision, reply replyFunc) error {
 	g, err := d.Runnable()
 	if err != nil {
 		return err
 	}
-	if tool, _ := wire.ToolByName(d.Tool()); tool.InBroker {
+	if tool, _ := d.Input().Tool(); tool.InBroker {
 		return b.inspect(ctx, req, d, g, reply)
 	}
 	// What the call was given through handles labels what it returns and
@@ -104,7 +116,7 @@ func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	if out.ran {
 		// The session takes on the labels of the notes its sandbox could
 		// read too, so that a note launders neither taint nor trust.
-		if err := b.sessions.applyResultRead(req.Session, g, out.read); err != nil {
+		if err := b.sessions.applyResultRead(req.session, g, out.read); err != nil {
 			return err
 		}
 	}
@@ -113,7 +125,7 @@ func (b *broker) execute(ctx context.Context, req wire.ToolRequest, d policy.Dec
 
 // awaitApproval parks an ask decision until the owner answers or it expires.
 // Nothing is recorded until then: an ask is not yet a decision.
-func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d policy.Decision, reply replyFunc) error {
+func (b *broker) awaitApproval(ctx context.Context, req request, d policy.Decision, reply replyFunc) error {
 	g, _ := d.Grant()
 	expires, err := wire.TimestampOf(b.clock().Add(b.cfg.Broker.ApprovalTimeout.D()))
 	if err != nil {
@@ -123,16 +135,16 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 	// raised by the handles it refers to (an untrusted handle is why an
 	// auto grant with when_untrusted = "ask" asks).
 	info, answers, err := b.approvals.add(wire.Approval{
-		Session: req.Session, Call: req.Call, Tool: req.Tool, Subject: subjectOf(d.Args()), Arguments: req.Arguments,
+		Session: req.session, Call: req.id, Tool: d.Call().Name(), Subject: subjectOf(d.Input().Args()), Arguments: d.Call().Arguments(),
 		Grant: g.ID(), SessionTaint: d.Taint(), SessionUntrusted: d.Untrusted(), Expires: expires,
 	})
 	if err != nil {
-		b.log.Printf("session %s call %d: not offered: %v (broker.max_pending_approvals is %d)", req.Session, req.Call, err, b.cfg.Broker.MaxPendingApprovals)
+		b.log.Printf("session %s call %d: not offered: %v (broker.max_pending_approvals is %d)", req.session, req.id, err, b.cfg.Broker.MaxPendingApprovals)
 		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: not asked: %v (limit %d); answer or let expire the ones waiting, then try again",
-			req.Tool, err, b.cfg.Broker.MaxPendingApprovals)})
+			req.call.Name(), err, b.cfg.Broker.MaxPendingApprovals)})
 	}
 	defer b.approvals.remove(info.Approval)
-	b.log.Printf("approval %s: session %s call %d %s under grant %s, until %s", info.Approval, req.Session, req.Call, req.Tool, g.ID(), expires)
+	b.log.Printf("approval %s: session %s call %d %s under grant %s, until %s", info.Approval, req.session, req.id, req.call.Name(), g.ID(), expires)
 	if err := reply(false, wire.PendingApproval{Approval: info.Approval, Expires: expires}); err != nil {
 		return err
 	}
@@ -174,7 +186,7 @@ func (b *broker) awaitApproval(ctx context.Context, req wire.ToolRequest, d poli
 // never leaves a call half answered. Without an answer nothing ran and
 // nothing is recorded: the deferred remove takes it off every list before
 // anyone can answer it, and the gateway's offer ends with ctx.
-func (b *broker) withdrawn(ctx context.Context, req wire.ToolRequest, d policy.Decision, id string, ans *answer) error {
+func (b *broker) withdrawn(ctx context.Context, req request, d policy.Decision, id string, ans *answer) error {
 	if ans != nil && !ans.approve {
 		b.log.Printf("approval %s: refused as its caller left: %v", id, context.Cause(ctx))
 		if err := b.refuse(req, d, wire.ApprovalRefused, func(bool, wire.Message) error { return nil }); err != nil {
@@ -189,11 +201,11 @@ func (b *broker) withdrawn(ctx context.Context, req wire.ToolRequest, d policy.D
 // answered acts on the owner's answer. An approval is decided again first:
 // the session's taint or the grant may have changed while it waited, and the
 // owner approved this grant, no other.
-func (b *broker) answered(ctx context.Context, req wire.ToolRequest, asked policy.Decision, ans answer, reply replyFunc) error {
+func (b *broker) answered(ctx context.Context, req request, asked policy.Decision, ans answer, reply replyFunc) error {
 	if !ans.approve {
 		return b.refuse(req, asked, wire.ApprovalRefused, reply)
 	}
-	state, err := b.sessions.get(req.Session)
+	state, err := b.sessions.get(req.session)
 	if err != nil {
 		return err
 	}
@@ -210,7 +222,7 @@ func (b *broker) answered(ctx context.Context, req wire.ToolRequest, asked polic
 	was, _ := asked.Grant()
 	now, _ := again.Grant()
 	if again.Outcome() != policy.AwaitsApproval || now.ID() != was.ID() {
-		b.log.Printf("session %s call %d: the grants changed while the approval waited (%s, not %s ask); not run", req.Session, req.Call, now.ID(), was.ID())
+		b.log.Printf("session %s call %d: the grants changed while the approval waited (%s, not %s ask); not run", req.session, req.id, now.ID(), was.ID())
 		return b.refuse(req, asked, wire.ApprovalExpired, reply)
 	}
 	approved, err := policy.Approve(again, ans.approver, ans.post)
@@ -223,7 +235,7 @@ func (b *broker) answered(ctx context.Context, req wire.ToolRequest, asked polic
 	return b.execute(ctx, req, approved, reply)
 }
 
-func (b *broker) refuse(req wire.ToolRequest, asked policy.Decision, reason wire.DenyReason, reply replyFunc) error {
+func (b *broker) refuse(req request, asked policy.Decision, reason wire.DenyReason, reply replyFunc) error {
 	d, err := policy.Refuse(asked, reason)
 	if err != nil {
 		return err

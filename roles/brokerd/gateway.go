@@ -16,7 +16,7 @@ import (
 // or its caller left), which closes the connection and tells gatewayd so.
 // When gatewayd is down or restarts, the offer is made again until then.
 func (b *broker) offerToGateway(ctx context.Context, info wire.Approval) {
-	path := socketPath(b.paths, "brokerd", "gatewayd")
+	path := b.dial.gateway
 	backoff := 250 * time.Millisecond
 	for ctx.Err() == nil {
 		dec, err := askGateway(ctx, path, info)

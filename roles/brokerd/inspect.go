@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -23,9 +24,9 @@ func inputLabel(d policy.Decision) taintLabel {
 // mount), which held the handles' content, and a call that did not run
 // raises nothing, so the model would read the content with the session
 // clean. The reason is not logged either: it may be a secret.
-func withheldFailure(req wire.ToolRequest, d policy.Decision, lg *log.Logger) outcome {
-	lg.Printf("session %s call %d: %s did not run; the reason is withheld, it may quote %s", req.Session, req.Call, d.Tool(), strings.Join(d.Handles(), ", "))
-	return failedOutcome("%s: not run; the reason is not shown, as it may quote the content of %s", d.Tool(), strings.Join(d.Handles(), ", "))
+func withheldFailure(req request, d policy.Decision, lg *log.Logger) outcome {
+	lg.Printf("session %s call %d: %s did not run; the reason is withheld, it may quote %s", req.session, req.id, d.Call().Name(), strings.Join(d.Handles(), ", "))
+	return failedOutcome("%s: not run; the reason is not shown, as it may quote the content of %s", d.Call().Name(), strings.Join(d.Handles(), ", "))
 }
 
 // keepHandle stores a result under a grant with result = "handle" and
@@ -33,17 +34,17 @@ func withheldFailure(req wire.ToolRequest, d policy.Decision, lg *log.Logger) ou
 // session as it is: the session's taint and untrusted flag do not change.
 // The handle keeps the label the result would have had, and its content
 // is redacted and cut like any result.
-func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, reply replyFunc) error {
+func (b *broker) keepHandle(req request, g policy.Grant, out outcome, reply replyFunc) error {
 	res := label(out.output.Content, g, out.read, out.secrets, b.cfg.Broker.ResultMaxBytes)
-	ref, err := b.handles.put(req.Session, req.Tool, taintLabel{class: res.Class, untrusted: res.Untrusted}, res.Content)
-	if errors.Is(err, errHandleLimit) {
-		b.log.Printf("session %s call %d: %v", req.Session, req.Call, err)
-		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: the result was not kept: %v", req.Tool, err)})
+	ref, err := b.handles.Put(req.session, req.call.Name(), res.Class, res.Untrusted, res.Content)
+	if errors.Is(err, handles.ErrLimit) {
+		b.log.Printf("session %s call %d: %v", req.session, req.id, err)
+		return reply(true, wire.Failed{Message: fmt.Sprintf("%s: the result was not kept: %v", req.call.Name(), err)})
 	}
 	if err != nil {
 		return err
 	}
-	st, err := b.sessions.get(req.Session)
+	st, err := b.sessions.get(req.session)
 	if err != nil {
 		return err
 	}
@@ -63,18 +64,18 @@ func (b *broker) keepHandle(req wire.ToolRequest, g policy.Grant, out outcome, r
 // value carries no instructions); its class is that of what the question
 // read, unless the grant says declassify = true, when its result_class
 // stands. An answer outside its type fails without being quoted.
-func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Decision, g policy.Grant, reply replyFunc) error {
-	args, ok := d.Args().(wire.InspectArgs)
+func (b *broker) inspect(ctx context.Context, req request, d policy.Decision, g policy.Grant, reply replyFunc) error {
+	args, ok := d.Input().Args().(wire.InspectArgs)
 	if !ok {
-		return fmt.Errorf("inspect: arguments of type %T", d.Args())
+		return fmt.Errorf("inspect: arguments of type %T", d.Input().Args())
 	}
 	read := inputLabel(d).class
 	var declassified uint64
 	if g.Declassify() && g.ResultClass() < read {
-		declassified = answerBits(args.Answer)
+		declassified = handles.AnswerBits(args.Answer)
 	}
-	h, err := b.handles.ask(req.Session, args.Handle, d.Handles(), declassified, b.cfg.Inspect)
-	if errors.Is(err, errHandleLimit) {
+	h, err := b.handles.Ask(req.session, args.Handle, d.Handles(), declassified, b.cfg.Inspect)
+	if errors.Is(err, handles.ErrLimit) {
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error()})
 	}
 	if err != nil {
@@ -82,19 +83,19 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 	}
 	text, err := b.askQuarantined(ctx, wire.InspectRequest{Question: args.Question, Data: h.Content, Answer: args.Answer})
 	if err != nil {
-		b.log.Printf("session %s call %d: inspect: %v", req.Session, req.Call, err)
+		b.log.Printf("session %s call %d: inspect: %v", req.session, req.id, err)
 		return reply(true, wire.Failed{Message: "inspect: the quarantined model did not answer; try again later"})
 	}
 	answer, err := args.Answer.Parse(text)
 	if err != nil {
-		b.log.Printf("session %s call %d: inspect %s: %v", req.Session, req.Call, args.Handle, err)
+		b.log.Printf("session %s call %d: inspect %s: %v", req.session, req.id, args.Handle, err)
 		return reply(true, wire.Failed{Message: "inspect: " + err.Error() + " (it is not shown)"})
 	}
 	class := read
 	if g.Declassify() {
 		class = g.ResultClass()
 	}
-	if err := b.sessions.raise(req.Session, taintLabel{class: class}); err != nil {
+	if err := b.sessions.raise(req.session, taintLabel{class: class}); err != nil {
 		return err
 	}
 	return reply(true, wire.Result{Content: answer, Class: class, Untrusted: false})
@@ -105,7 +106,7 @@ func (b *broker) inspect(ctx context.Context, req wire.ToolRequest, d policy.Dec
 func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, b.cfg.Inspect.Timeout.D())
 	defer cancel()
-	c, err := sock.Dial(socketPath(b.paths, "brokerd", "inspectd"))
+	c, err := sock.Dial(b.dial.inspect)
 	if err != nil {
 		return "", err
 	}
@@ -132,10 +133,10 @@ func (s *sessions) raise(id wire.SessionID, l taintLabel) error {
 // handleShow is one of a session's handles with its content, for the
 // owner; Ref is null when the session has no such handle.
 func (b *broker) handleShow(q wire.HandleShow) (wire.HandleShowResult, error) {
-	h, ok, err := b.handles.get(q.Session, q.Handle)
+	h, ok, err := b.handles.Get(q.Session, q.Handle)
 	if err != nil || !ok {
 		return wire.HandleShowResult{Session: q.Session}, err
 	}
-	ref := h.ref(q.Handle)
+	ref := h.Ref(q.Handle)
 	return wire.HandleShowResult{Session: q.Session, Ref: &ref, Content: h.Content}, nil
 }

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"time"
 
-	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/wire"
 )
 
@@ -15,8 +15,8 @@ import (
 
 // loadJobs reads jobs/ as it is now, by id. A file that does not parse is
 // left out (fail closed: no run, no first-seen time) and why is logged once.
-func (b *broker) loadJobs() map[string]policy.Job {
-	jobs, bad, err := policy.LoadJobs(b.paths.Jobs)
+func (b *broker) loadJobs() map[string]jobs.Job {
+	loaded, bad, err := jobs.LoadJobs(b.paths.Jobs)
 	if err != nil {
 		b.logOnce(err.Error())
 		return nil
@@ -24,8 +24,8 @@ func (b *broker) loadJobs() map[string]policy.Job {
 	for _, e := range bad {
 		b.logOnce("ignoring a job file: " + e.Error())
 	}
-	out := make(map[string]policy.Job, len(jobs))
-	for _, j := range jobs {
+	out := make(map[string]jobs.Job, len(loaded))
+	for _, j := range loaded {
 		out[j.ID()] = j
 	}
 	return out
@@ -36,8 +36,8 @@ func (b *broker) loadJobs() map[string]policy.Job {
 // loopd's look each minute starts an every job's count.
 func (b *broker) jobList() (wire.JobListResult, error) {
 	now := b.clock()
-	jobs := b.loadJobs()
-	ids := slices.Sorted(maps.Keys(jobs))
+	byID := b.loadJobs()
+	ids := slices.Sorted(maps.Keys(byID))
 	r := b.jobRuns
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -47,7 +47,7 @@ func (b *broker) jobList() (wire.JobListResult, error) {
 		if err != nil {
 			return wire.JobListResult{}, err
 		}
-		res.Jobs = append(res.Jobs, r.info(jobs[id], rec, now))
+		res.Jobs = append(res.Jobs, r.info(byID[id], rec, now))
 	}
 	return res, nil
 }
@@ -56,9 +56,9 @@ func (b *broker) jobList() (wire.JobListResult, error) {
 // while it may still start (within dueGrace), else the next due time.
 //
 // Called with r.mu held.
-func (r *jobRuns) info(job policy.Job, rec *jobRecord, now time.Time) wire.JobInfo {
+func (r *jobRuns) info(job jobs.Job, rec *jobRecord, now time.Time) wire.JobInfo {
 	info := wire.JobInfo{Job: job.ID(), Schedule: job.Schedule(), TimeZone: zoneName(job), Deliver: job.Deliver().String(),
-		MaxTurn: policy.DurationText(job.TurnLimit()), CatchUp: job.CatchUp()}
+		MaxTurn: jobs.DurationText(job.TurnLimit()), CatchUp: job.CatchUp()}
 	firstSeen := rec.FirstSeen.Time()
 	after := latest(firstSeen, now.Add(-dueGrace))
 	if rec.LastDue != nil {
@@ -84,7 +84,7 @@ func (r *jobRuns) info(job policy.Job, rec *jobRecord, now time.Time) wire.JobIn
 
 // zoneName names the zone a cron job is read in: its IANA name, or "Local"
 // for the host's; "" for an every job, which counts real time.
-func zoneName(job policy.Job) string {
+func zoneName(job jobs.Job) string {
 	if z := job.Zone(); z != nil {
 		return z.String()
 	}
@@ -132,7 +132,7 @@ func (b *broker) jobTrigger(m wire.JobRunNow, approver string) (wire.Message, er
 	t, pending := r.triggers[job.ID()]
 	if !pending || !now.Before(t.expires) {
 		at := now.Truncate(time.Second)
-		session, err := policy.JobSession(job.ID(), at, true)
+		session, err := jobs.JobSession(job.ID(), at, true)
 		if err != nil {
 			return nil, err
 		}
@@ -158,45 +158,4 @@ func (b *broker) jobDone(m wire.JobDone) (wire.Message, error) {
 	b.log.Printf("session %s: the run ended %s (loopd said %s)", m.Session, res.Outcome, m.Outcome)
 	b.tellJobEnded(m.Session)
 	return res, nil
-}
-
-// handleLoopdJob serves the job kinds of loopd's socket.
-func (b *broker) handleLoopdJob(m wire.Message, reply replyFunc) error {
-	var res wire.Message
-	var err error
-	switch m := m.(type) {
-	case wire.JobStart:
-		res, err = b.jobStart(m)
-	case wire.JobDone:
-		res, err = b.jobDone(m)
-	case wire.JobList:
-		res, err = b.jobList()
-	default:
-		return nil // the socket's table admits nothing else
-	}
-	if err != nil {
-		return err
-	}
-	return reply(true, res)
-}
-
-// handleOwnerJob serves the job kinds of the owner's socket; approver
-// names the owner, for the audit record of a run they trigger.
-func (b *broker) handleOwnerJob(m wire.Message, approver string, reply replyFunc) error {
-	var res wire.Message
-	var err error
-	switch m := m.(type) {
-	case wire.JobList:
-		res, err = b.jobList()
-	case wire.JobShow:
-		res, err = b.jobShow(m)
-	case wire.JobRunNow:
-		res, err = b.jobTrigger(m, approver)
-	default:
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	return reply(true, res)
 }

@@ -54,7 +54,7 @@ func startInProcess(h *home, clock *fakeClock) *inProcess {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Paths: paths, Clock: clock.Now, Executable: boxmakerBinary(h.t), Log: log.New(h.log, "brokerd: ", 0)})
+		done <- Main(ctx, Options{Paths: paths, Clock: clock.Now, Executable: boxmakerBinary(h.t), Log: log.New(h.log, "brokerd: ", 0)})
 	}()
 	var once sync.Once
 	p := &inProcess{h: h, clock: clock}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -39,7 +39,7 @@ func (b *broker) tellJobEnded(session wire.SessionID) {
 	if !ok {
 		return
 	}
-	path := socketPath(b.paths, "brokerd", "gatewayd")
+	path := b.dial.gateway
 	ctx, cancel := context.WithTimeout(context.Background(), jobEndedFirstTry)
 	err := sendJobEnded(ctx, path, end)
 	cancel()
@@ -52,14 +52,14 @@ func (b *broker) tellJobEnded(session wire.SessionID) {
 }
 
 // jobEnd is the job_ended of session's run: a run brokerd minted, ended,
-// of a job in jobs that delivers to Mattermost, not told of yet.
-func (b *broker) jobEnd(session wire.SessionID, jobs map[string]policy.Job) (wire.JobEnded, bool) {
+// of a job in byID that delivers to Mattermost, not told of yet.
+func (b *broker) jobEnd(session wire.SessionID, byID map[string]jobs.Job) (wire.JobEnded, bool) {
 	r := b.jobRuns
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, ok := r.bySession[session.String()]
-	job, known := jobs[id]
-	if !ok || !known || job.Deliver().Kind() == policy.DeliverLog || r.told[session.String()] {
+	job, known := byID[id]
+	if !ok || !known || job.Deliver().Kind() == jobs.DeliverLog || r.told[session.String()] {
 		return wire.JobEnded{}, false
 	}
 	for _, run := range r.jobs[id].Runs {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/wire"
 )
 
@@ -70,7 +70,7 @@ func (b *broker) refuseJob(job, why string) wire.JobRefused {
 // plan decides whether a run of job may start now for trig, and which.
 //
 // Called with r.mu held.
-func (r *jobRuns) plan(job policy.Job, rec *jobRecord, trig wire.RunTrigger, now time.Time) (runPlan, string) {
+func (r *jobRuns) plan(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now time.Time) (runPlan, string) {
 	if last, ok := lastRun(rec); ok && last.Outcome == wire.RunRunning {
 		return runPlan{}, fmt.Sprintf("its run %s is still running (until %s)", last.Session, last.Deadline)
 	}
@@ -90,7 +90,7 @@ func (r *jobRuns) plan(job policy.Job, rec *jobRecord, trig wire.RunTrigger, now
 
 // planDue mints the latest due time after since (and after the first-seen
 // time and the last due time a run took), if there is one.
-func (r *jobRuns) planDue(job policy.Job, rec *jobRecord, trig wire.RunTrigger, now, since time.Time) (runPlan, string) {
+func (r *jobRuns) planDue(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now, since time.Time) (runPlan, string) {
 	firstSeen := rec.FirstSeen.Time()
 	after := latest(firstSeen, since)
 	if rec.LastDue != nil {
@@ -106,7 +106,7 @@ func (r *jobRuns) planDue(job policy.Job, rec *jobRecord, trig wire.RunTrigger, 
 		}
 		return runPlan{}, fmt.Sprintf("not due: the next run is at %s", ts(job.Next(firstSeen, now)))
 	}
-	session, err := policy.JobSession(job.ID(), due, false)
+	session, err := jobs.JobSession(job.ID(), due, false)
 	if err != nil {
 		return runPlan{}, err.Error()
 	}
@@ -118,13 +118,13 @@ func (r *jobRuns) planDue(job policy.Job, rec *jobRecord, trig wire.RunTrigger, 
 }
 
 // planOwner claims the owner's trigger, made through the admin socket.
-func (r *jobRuns) planOwner(job policy.Job, now time.Time) (runPlan, string) {
+func (r *jobRuns) planOwner(job jobs.Job, now time.Time) (runPlan, string) {
 	t, ok := r.triggers[job.ID()]
 	if !ok || !now.Before(t.expires) {
 		delete(r.triggers, job.ID())
 		return runPlan{}, "the owner has not asked for a run (boxmaker jobs run " + job.ID() + ")"
 	}
-	session, err := policy.JobSession(job.ID(), t.at, true)
+	session, err := jobs.JobSession(job.ID(), t.at, true)
 	if err != nil {
 		return runPlan{}, err.Error()
 	}

@@ -9,6 +9,18 @@ import (
 	"boxmaker/wire"
 )
 
+// taintLabel is a class and an untrusted flag, joined by max and or: what
+// a result, a handle or a session takes on from what a call could read.
+// The notes' own labels are notes.Label (labelOfNotes converts).
+type taintLabel struct {
+	class     wire.DataClass
+	untrusted bool
+}
+
+func (a taintLabel) join(b taintLabel) taintLabel {
+	return taintLabel{class: max(a.class, b.class), untrusted: a.untrusted || b.untrusted}
+}
+
 // redacted replaces every occurrence of an injected secret in tool output.
 const redacted = "[redacted]"
 

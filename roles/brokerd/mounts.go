@@ -17,19 +17,19 @@ import (
 // memoryMount is where memory/ appears inside a sandbox.
 const memoryMount = "/memory"
 
-// mountsFor returns what a call's sandbox may see, as its tool's catalog
-// row says (wire.MountKind): nothing, the grant entry that covers the
+// mountsFor returns what call's sandbox may see, as its tool's descriptor
+// says (wire.MountKind): nothing, the grant entry that covers the
 // requested path, the one note read, the grant's notes paths, or the grant
 // entry written. Each host path must be its own real path (no symlink
 // anywhere in it, so nothing a sandbox planted can redirect a grant), and
 // none may be or hold boxmaker's own state (see refuseState).
-func mountsFor(g policy.Grant, args wire.ToolArgs, memory string, state []string) ([]sandbox.Mount, error) {
-	tool, ok := wire.ToolByName(args.ToolName())
-	if !ok {
-		return nil, fmt.Errorf("no tool named %q", args.ToolName())
+func mountsFor(g policy.Grant, call wire.Call, memory string, state []string) ([]sandbox.Mount, error) {
+	tool, ok := call.Tool()
+	if !ok || !call.Decoded() {
+		return nil, fmt.Errorf("%s: no tool or arguments to mount for", call.Name())
 	}
 	kind := tool.Sandbox.Mount
-	mounts, err := mountsOf(kind, g, args.Subject(), memory)
+	mounts, err := mountsOf(kind, g, call.Args().Subject(), memory)
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/wire"
 )
 
@@ -31,12 +32,12 @@ const (
 )
 
 // startLabelled starts brokerd on h and waits until the files newHome
-// wrote are older than a call's start less noteSlack: else the first
+// wrote are older than a call's start less notes.Slack: else the first
 // writer would count them as its own.
 func (h *home) startLabelled() {
 	h.t.Helper()
 	h.start()
-	time.Sleep(2 * noteSlack)
+	time.Sleep(2 * notes.Slack)
 }
 
 func labelGrants() map[string]string {
@@ -119,7 +120,7 @@ func TestNoteLabelledBeforeTheResult(t *testing.T) {
 	h.mustResult("s1", "notes_read", `{"path":"secret/bank.md"}`)
 	h.mustResult("s1", "notes_write", `{"path":"notes/leak.md","content":"PIN 0000"}`)
 	h.stop() // as a crash would, right after the answer
-	data, err := os.ReadFile(filepath.Join(h.dir, "broker", "notes", "labels", labelFile("notes/leak.md")))
+	data, err := os.ReadFile(filepath.Join(h.dir, "broker", "notes", "labels", notes.LabelFile("notes/leak.md")))
 	if err != nil || !strings.Contains(string(data), `"class":"secret"`) || !strings.Contains(string(data), `"session":"s1"`) {
 		t.Fatalf("label on disk: %s (%v)", data, err)
 	}
@@ -182,8 +183,7 @@ func TestNotesMountsAreOnlyWhatTheCallNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ := wire.DecodeToolArgs("notes_read", `{"path":"notes/todo.md"}`)
-	m, err := mountsFor(read, args, memory, nil)
+	m, err := mountsFor(read, wire.DecodeCall("notes_read", `{"path":"notes/todo.md"}`), memory, nil)
 	if err != nil || len(m) != 1 || m[0].Host != filepath.Join(memory, "notes", "todo.md") || m[0].Path != "/memory/notes/todo.md" || m[0].Writable {
 		t.Errorf("notes_read mounts %+v (%v)", m, err)
 	}
@@ -191,8 +191,7 @@ func TestNotesMountsAreOnlyWhatTheCallNeeds(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	args, _ = wire.DecodeToolArgs("notes_search", `{"query":"x"}`)
-	m, err = mountsFor(search, args, memory, nil)
+	m, err = mountsFor(search, wire.DecodeCall("notes_search", `{"query":"x"}`), memory, nil)
 	if err != nil || len(m) != 2 || m[0].Path != "/memory/journal" || m[1].Path != "/memory/notes" || m[0].Writable || m[1].Writable {
 		t.Errorf("notes_search mounts %+v (%v)", m, err)
 	}

@@ -3,6 +3,7 @@ package brokerd
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/fixtures/require"
 	"boxmaker/wire"
 )
 
@@ -290,10 +292,10 @@ func TestDynamicBinaryRefused(t *testing.T) {
 	build := exec.Command("go", "build", "-o", bin, "boxmaker")
 	build.Env = append(os.Environ(), "CGO_ENABLED=1")
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Skipf("skipping: cannot build with cgo here: %v\n%s", err, out)
+		require.Available(t, "cgo", fmt.Errorf("cannot build with cgo: %v\n%s", err, out))
 	}
 	if checkStatic(bin) == nil {
-		t.Skip("skipping: the cgo build came out static here")
+		require.Elsewhere(t, "the cgo build came out static here")
 	}
 	out, err := exec.Command(bin, "brokerd", "--home", h.dir).CombinedOutput()
 	if err == nil || !strings.Contains(string(out), "dynamically linked") {

@@ -12,6 +12,7 @@ import (
 
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/roles/internal/sandbox"
@@ -26,7 +27,7 @@ type runner struct {
 	paths      config.Paths
 	executable string // the boxmaker binary the sandbox runs as toolkit
 	egressSock string // run/brokerd-egressd/egress.sock
-	notes      *noteLabels
+	notes      *notes.Store
 	// slots holds one token per sandbox running now; its capacity is
 	// broker.max_sandboxes, so a flood of calls cannot start unbounded
 	// sandboxes (each may take its memory and process limits).
@@ -48,76 +49,80 @@ type outcome struct {
 // run executes the call d allows, as who (for the labels of the notes it
 // writes). d must be runnable (auto or approved): that check is the first
 // thing it does, and nothing runs without it.
-func (r *runner) run(ctx context.Context, d policy.Decision, who noteWriter) (outcome, error) {
+func (r *runner) run(ctx context.Context, d policy.Decision, who notes.Writer) (outcome, error) {
 	g, err := d.Runnable()
 	if err != nil {
 		return outcome{}, err
 	}
-	if tool, _ := wire.ToolByName(d.Tool()); tool.InBroker {
-		return outcome{}, fmt.Errorf("%s is answered by brokerd, never run in a sandbox", d.Tool())
+	call := d.Input()
+	tool, _ := call.Tool() // a runnable Decision's call has its descriptor
+	name := tool.Name
+	if tool.InBroker {
+		return outcome{}, fmt.Errorf("%s is answered by brokerd, never run in a sandbox", name)
 	}
 	select {
 	case r.slots <- struct{}{}:
 		defer func() { <-r.slots }()
 	default:
-		r.log.Printf("%s: not run: %d sandboxes are running already (broker.max_sandboxes)", d.Tool(), cap(r.slots))
-		return failedOutcome("%s: not run: brokerd is running %d tool sandboxes already (its limit); try again when one has finished", d.Tool(), cap(r.slots)), nil
+		r.log.Printf("%s: not run: %d sandboxes are running already (broker.max_sandboxes)", name, cap(r.slots))
+		return failedOutcome("%s: not run: brokerd is running %d tool sandboxes already (its limit); try again when one has finished", name, cap(r.slots)), nil
 	}
-	mounts, err := mountsFor(g, d.Args(), r.paths.Join("memory"), r.statePaths())
+	mounts, err := mountsFor(g, call, r.paths.Join("memory"), r.statePaths())
 	if err != nil {
-		return failedOutcome("%s: %v", d.Tool(), err), nil
+		return failedOutcome("%s: %v", name, err), nil
 	}
 	secret, err := r.secretOf(g)
 	if err != nil {
 		return outcome{}, err
 	}
-	spec, err := r.spec(d, mounts)
+	spec, err := r.spec(call, mounts)
 	if err != nil {
-		return failedOutcome("%s: %v", d.Tool(), err), nil
+		return failedOutcome("%s: %v", name, err), nil
 	}
 	if spec.Job.Egress {
-		f, err := r.openEgress(ctx, g, spec.Job, secret)
+		f, err := r.openEgress(ctx, g, tool, spec.Job, secret)
 		if err != nil {
-			r.log.Printf("%s: egressd: %v", d.Tool(), err)
-			return failedOutcome("%s: the egress proxy is not available", d.Tool()), nil
+			r.log.Printf("%s: egressd: %v", name, err)
+			return failedOutcome("%s: the egress proxy is not available", name), nil
 		}
 		defer f.Close()
 		spec.Egress = f
 	}
-	nc, err := r.notes.begin(mounts, who)
+	nc, err := r.notes.Begin(mounts, who)
 	if err != nil {
-		r.log.Printf("%s: %v", d.Tool(), err)
-		return failedOutcome("%s: not run: brokerd cannot label notes now", d.Tool()), nil
+		r.log.Printf("%s: %v", name, err)
+		return failedOutcome("%s: not run: brokerd cannot label notes now", name), nil
 	}
 	res, err := sandbox.Run(ctx, spec)
 	// Whatever became of the tool, what its sandbox wrote is labelled
 	// before anything is answered.
-	notes, nerr := r.notes.finish(nc)
+	labelled, nerr := r.notes.Finish(nc)
 	if nerr != nil {
 		return outcome{}, nerr
 	}
-	if notes.problem != nil {
-		r.log.Printf("%s: %v", d.Tool(), notes.problem)
+	read := labelOfNotes(labelled.Read)
+	if labelled.Problem != nil {
+		r.log.Printf("%s: %v", name, labelled.Problem)
 		res.Output = toolrun.Output{OK: false, Content: fmt.Sprintf(
-			"%s: brokerd could not label what the call wrote file by file (%v); the folder now carries the session's label", d.Tool(), notes.problem)}
+			"%s: brokerd could not label what the call wrote file by file (%v); the folder now carries the session's label", name, labelled.Problem)}
 	}
 	var fail *sandbox.Failure
 	if res.Diagnostics != "" {
-		r.log.Printf("%s: sandbox said: %s", d.Tool(), strings.TrimSpace(res.Diagnostics))
+		r.log.Printf("%s: sandbox said: %s", name, strings.TrimSpace(res.Diagnostics))
 	}
 	switch {
 	case errors.As(err, &fail):
-		r.log.Printf("%s: %s", d.Tool(), fail.Detail)
+		r.log.Printf("%s: %s", name, fail.Detail)
 		o := failedOutcome("%s", fail.Detail)
-		o.ran, o.secrets, o.read = true, nonEmpty(secret), notes.read
+		o.ran, o.secrets, o.read = true, nonEmpty(secret), read
 		return o, nil
 	case err != nil:
 		// The sandbox never started (a mount it cannot take, bwrap not
 		// there): nothing ran, and the reason is what the owner needs.
-		r.log.Printf("%s: not run: %v", d.Tool(), err)
-		return failedOutcome("%s: not run: the sandbox cannot be set up: %v", d.Tool(), err), nil
+		r.log.Printf("%s: not run: %v", name, err)
+		return failedOutcome("%s: not run: the sandbox cannot be set up: %v", name, err), nil
 	}
-	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: notes.read}, nil
+	return outcome{output: res.Output, secrets: nonEmpty(secret), ran: true, read: read}, nil
 }
 
 // statePaths is what no sandbox may see: boxmaker's own state and config
@@ -149,13 +154,15 @@ func failedOutcome(format string, args ...any) outcome {
 	return outcome{output: toolrun.Output{OK: false, Content: fmt.Sprintf(format, args...)}}
 }
 
-func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, error) {
-	tool, _ := wire.ToolByName(d.Tool()) // a runnable Decision's tool is in the catalog
-	needs := toolrun.NeedsOf(d.Tool())
+// spec is the sandbox that runs call, which has its descriptor (a
+// runnable Decision's Input does).
+func (r *runner) spec(call wire.Call, mounts []sandbox.Mount) (sandbox.Spec, error) {
+	tool, _ := call.Tool()
+	needs := toolrun.NeedsFor(tool)
 	sb := r.cfg.Sandbox
 	job := toolrun.Job{
-		Tool:      d.Tool(),
-		Arguments: d.Arguments(),
+		Tool:      tool.Name,
+		Arguments: call.Arguments(),
 		Mounts:    sandbox.JobMounts(mounts),
 		Limits: toolrun.Limits{
 			CPUSeconds:  int64(sb.CPUSeconds),
@@ -187,10 +194,9 @@ func (r *runner) spec(d policy.Decision, mounts []sandbox.Mount) (sandbox.Spec, 
 }
 
 // openEgress asks egressd for a connection limited to what the tool's
-// catalog row and the grant allow: the row's method, to the grant's hosts
-// or the configured consult endpoint.
-func (r *runner) openEgress(ctx context.Context, g policy.Grant, job toolrun.Job, secret string) (*os.File, error) {
-	tool, _ := wire.ToolByName(job.Tool) // a valid Job's tool is in the catalog
+// descriptor and the grant allow: its method, to the grant's hosts or the
+// configured consult endpoint.
+func (r *runner) openEgress(ctx context.Context, g policy.Grant, tool wire.Tool, job toolrun.Job, secret string) (*os.File, error) {
 	hosts, err := egressHosts(tool.Sandbox.Egress.To, g, job)
 	if err != nil {
 		return nil, err

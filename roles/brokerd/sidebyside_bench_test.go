@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/wire"
 )
 
@@ -130,7 +131,7 @@ const echoChildEnv = "BOXMAKER_BENCH_ECHO_CHILD"
 func TestFrameEchoChild(t *testing.T) {
 	mode := os.Getenv(echoChildEnv)
 	if mode != "1" && mode != "netpoll" {
-		t.Skip("the echo child of BenchmarkToolListVsEcho")
+		require.Elsewhere(t, "the echo child of BenchmarkToolListVsEcho")
 	}
 	var conn io.ReadWriter = os.NewFile(3, "echo")
 	if mode == "netpoll" {

@@ -11,24 +11,6 @@ import (
 	"boxmaker/wire"
 )
 
-// canonicalArguments decodes a call's arguments strictly for its tool and
-// re-encodes them canonically. From then on brokerd decides, audits, shows
-// and runs only these bytes, so whitespace padding, key order and escapes
-// cannot make the approval show something other than what runs. Arguments
-// that do not decode are returned as they came: they match no grant, and
-// the denial is audited with what the model sent.
-func canonicalArguments(tool, arguments string) string {
-	args, err := wire.DecodeToolArgs(tool, arguments)
-	if err != nil {
-		return arguments
-	}
-	canon, err := wire.EncodeArgs(args)
-	if err != nil {
-		return arguments
-	}
-	return string(canon)
-}
-
 // consultSubjectRunes is how much of a consult prompt the subject shows;
 // the arguments below it hold the rest.
 const consultSubjectRunes = 200

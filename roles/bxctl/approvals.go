@@ -7,8 +7,6 @@ import (
 	"io"
 	"time"
 
-	"boxmaker/roles"
-	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 
@@ -45,7 +43,10 @@ func callBroker(ctx context.Context, cmd *cli.Command, msg wire.Message) (wire.M
 	if err != nil {
 		return nil, err
 	}
-	path := adminSocket(paths)
+	path, err := sock.PathOf(paths, "bxctl", "brokerd")
+	if err != nil {
+		return nil, err
+	}
 	c, err := sock.Dial(path)
 	if err != nil {
 		return nil, fmt.Errorf("brokerd is not answering at %s (is boxmaker up?): %w", path, err)
@@ -54,11 +55,6 @@ func callBroker(ctx context.Context, cmd *cli.Command, msg wire.Message) (wire.M
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	return c.Call(ctx, msg, nil)
-}
-
-func adminSocket(p config.Paths) string {
-	pair, _ := roles.PairOf("bxctl", "brokerd")
-	return p.Join("run", pair.Dir(), pair.Socket)
 }
 
 func listApprovals(ctx context.Context, cmd *cli.Command) error {

@@ -310,7 +310,11 @@ func (c *chatter) describeApproval(ctx context.Context, id string) (wire.Approva
 
 // callAdmin sends one message on the owner's socket to brokerd.
 func callAdmin(ctx context.Context, paths config.Paths, m wire.Message) (wire.Message, error) {
-	c, err := sock.Dial(adminSocket(paths))
+	path, err := sock.PathOf(paths, "bxctl", "brokerd")
+	if err != nil {
+		return nil, err
+	}
+	c, err := sock.Dial(path)
 	if err != nil {
 		return nil, err
 	}

@@ -39,13 +39,14 @@ func deriveAlways(grantsDir string, a wire.Approval) (alwaysGrant, error) {
 	if !ok || tool.Dimension == wire.NoDimension || tool.ScopedPaths() {
 		return alwaysGrant{}, fmt.Errorf("a grant for %s cannot be narrower than every call of the tool; approve each one, or write such a grant by hand", a.Tool)
 	}
-	if len(policy.HandleRefs(a.Tool, a.Arguments)) > 0 {
-		return alwaysGrant{}, errors.New("the call reads handles, which are approved one call at a time")
-	}
-	args, err := tool.DecodeArgs(a.Arguments)
-	if err != nil {
+	call := tool.Call(a.Arguments)
+	if err := call.Err(); err != nil {
 		return alwaysGrant{}, fmt.Errorf("brokerd's arguments do not decode: %w", err)
 	}
+	if len(policy.HandleRefs(call)) > 0 {
+		return alwaysGrant{}, errors.New("the call reads handles, which are approved one call at a time")
+	}
+	args := call.Args()
 	entry, err := narrowEntry(tool.Dimension, args.Subject())
 	if err != nil {
 		return alwaysGrant{}, err

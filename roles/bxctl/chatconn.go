@@ -9,7 +9,6 @@ import (
 	"syscall"
 	"time"
 
-	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -21,8 +20,10 @@ import (
 const reconnectFor = 30 * time.Second
 
 func dialLoopd(paths config.Paths) (*sock.Client, error) {
-	pair, _ := roles.PairOf("bxctl", "loopd")
-	path := paths.Join("run", pair.Dir(), pair.Socket)
+	path, err := sock.PathOf(paths, "bxctl", "loopd")
+	if err != nil {
+		return nil, err
+	}
 	c, err := sock.Dial(path)
 	if err != nil {
 		return nil, fmt.Errorf("loopd is not answering at %s (start boxmaker with: boxmaker up --home %s): %w", path, paths.Home, err)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/wire"
 )
 
@@ -46,7 +47,7 @@ func TestAnswerLine(t *testing.T) {
 // installed but a development home sits in .state/ says how to reach it.
 func TestDevelopmentHomeHint(t *testing.T) {
 	if _, err := os.Stat("/etc/boxmaker/config.toml"); err == nil {
-		t.Skip("skipping: boxmaker is installed on this machine, so the production home is the right answer")
+		require.Elsewhere(t, "boxmaker is installed on this machine, so the production home is the right answer")
 	}
 	t.Setenv("BOXMAKER_HOME", "")
 	dir := t.TempDir()

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/roles/internal/config"
 )
 
@@ -20,7 +21,7 @@ import (
 // checks (DESIGN.md section 13).
 type jobCheck struct {
 	dir      string
-	jobs     []policy.Job
+	jobs     []jobs.Job
 	bad      []error // job files that do not parse
 	dangling []error // grants naming a job that is not a valid file
 	delivery []error // jobs delivering where the configuration cannot
@@ -36,7 +37,7 @@ func checkJobs(grantsDir string, grants []policy.Grant) (jobCheck, error) {
 	etc := filepath.Dir(filepath.Clean(grantsDir))
 	c := jobCheck{dir: filepath.Join(etc, "jobs")}
 	var err error
-	if c.jobs, c.bad, err = policy.LoadJobs(c.dir); err != nil {
+	if c.jobs, c.bad, err = jobs.LoadJobs(c.dir); err != nil {
 		return c, err
 	}
 	c.dangling = danglingJobs(grantsDir, grants, c.jobs, c.dir)
@@ -46,11 +47,11 @@ func checkJobs(grantsDir string, grants []policy.Grant) (jobCheck, error) {
 
 // danglingJobs reports each job a grant names that is not a valid job
 // file: brokerd would never mint a session the grant applies in.
-func danglingJobs(grantsDir string, grants []policy.Grant, jobs []policy.Job, jobsDir string) []error {
+func danglingJobs(grantsDir string, grants []policy.Grant, valid []jobs.Job, jobsDir string) []error {
 	var errs []error
 	for _, g := range grants {
 		for _, id := range g.Jobs() {
-			if !slices.ContainsFunc(jobs, func(j policy.Job) bool { return j.ID() == id }) {
+			if !slices.ContainsFunc(valid, func(j jobs.Job) bool { return j.ID() == id }) {
 				errs = append(errs, fmt.Errorf("%s: jobs names %q, which is not a valid job in %s", filepath.Join(grantsDir, g.ID()+".toml"), id, jobsDir))
 			}
 		}
@@ -62,7 +63,7 @@ func danglingJobs(grantsDir string, grants []policy.Grant, jobs []policy.Job, jo
 // for Mattermost needs gatewayd, and a channel must be one it listens in.
 // Without a config.toml beside the grants (a directory of fixtures, say)
 // there is nothing to compare with.
-func checkDeliveries(configPath string, jobs []policy.Job) ([]error, error) {
+func checkDeliveries(configPath string, valid []jobs.Job) ([]error, error) {
 	if _, err := os.Stat(configPath); errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
@@ -71,13 +72,13 @@ func checkDeliveries(configPath string, jobs []policy.Job) ([]error, error) {
 		return nil, err
 	}
 	var errs []error
-	for _, j := range jobs {
+	for _, j := range valid {
 		d := j.Deliver()
 		switch {
-		case d.Kind() == policy.DeliverLog:
+		case d.Kind() == jobs.DeliverLog:
 		case gw == nil:
 			errs = append(errs, fmt.Errorf("job %s: deliver = %q, but %s has no [gateway], so nothing posts to Mattermost", j.ID(), d, configPath))
-		case d.Kind() == policy.DeliverChannel && !slices.Contains(gw.Channels, d.Channel()):
+		case d.Kind() == jobs.DeliverChannel && !slices.Contains(gw.Channels, d.Channel()):
 			errs = append(errs, fmt.Errorf("job %s: deliver = %q, but [gateway] channels in %s does not list that channel", j.ID(), d, configPath))
 		}
 	}
@@ -103,14 +104,14 @@ func (c jobCheck) summary(badGrants, grants int) error {
 }
 
 // writeJobTable lists the valid jobs, when the jobs/ directory has any.
-func writeJobTable(out io.Writer, jobs []policy.Job) {
-	if len(jobs) == 0 {
+func writeJobTable(out io.Writer, valid []jobs.Job) {
+	if len(valid) == 0 {
 		return
 	}
 	fmt.Fprintln(out)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "JOB\tSCHEDULE\tZONE\tDELIVER\tMAX_TURN\tCATCH_UP")
-	for _, j := range jobs {
+	for _, j := range valid {
 		zone := "-"
 		if loc := j.Zone(); loc == time.Local {
 			zone = "local"

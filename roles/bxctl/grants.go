@@ -186,12 +186,13 @@ func explainRequest(cmd *cli.Command) (policy.Request, error) {
 		return policy.Request{}, usagef("--at: %v", err)
 	}
 	tool := cmd.Args().Get(0)
-	if _, ok := wire.ToolByName(tool); !ok {
+	call := wire.DecodeCall(tool, cmd.Args().Get(1))
+	if _, ok := call.Tool(); !ok {
 		// brokerd would deny it (no_grant), but a name that is no tool is
 		// a mistake on this line, not a decision worth explaining.
 		return policy.Request{}, fmt.Errorf("grants explain: no tool named %q; the tools are %s", tool, strings.Join(wire.ToolNames(), ", "))
 	}
-	return policy.Request{Tool: tool, Arguments: cmd.Args().Get(1), Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
+	return policy.Request{Call: call, Taint: taint, Untrusted: cmd.Bool("untrusted"), Now: now}, nil
 }
 
 // parseAt reads --at: the wire's own form, or any RFC 3339 time.

@@ -203,7 +203,10 @@ func endorseNote(ctx context.Context, cmd *cli.Command) error {
 // callAdminPartial sends one message on the owner's socket and hands each
 // partial frame of the answer to onPartial.
 func callAdminPartial(ctx context.Context, paths config.Paths, m wire.Message, onPartial func(wire.Message) error) (wire.Message, error) {
-	path := adminSocket(paths)
+	path, err := sock.PathOf(paths, "bxctl", "brokerd")
+	if err != nil {
+		return nil, err
+	}
 	c, err := sock.Dial(path)
 	if err != nil {
 		return nil, fmt.Errorf("brokerd is not answering at %s (is boxmaker up?): %w", path, err)

@@ -148,7 +148,7 @@ func unitLine(role string, u unit, paths config.Paths) roleLine {
 func listenSocket(role string, paths config.Paths) (string, bool) {
 	for _, p := range roles.Pairs {
 		if p.Listener == role {
-			return p.Path(paths), true
+			return p.Path(paths.Home), true
 		}
 	}
 	return "", false

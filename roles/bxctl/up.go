@@ -230,7 +230,7 @@ func daemonsFor(paths config.Paths, env roleEnv, creds map[string]*syscall.Crede
 			}
 		}
 		for _, p := range roles.ListensOn(spec.Name) {
-			d.Sockets = append(d.Sockets, paths.Join("run", p.Dir(), p.Socket))
+			d.Sockets = append(d.Sockets, p.Path(paths.Home))
 		}
 		out = append(out, d)
 	}

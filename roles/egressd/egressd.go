@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log"
 	"net"
@@ -34,11 +33,11 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	pair, ok := roles.PairOf("brokerd", "egressd")
-	if !ok {
-		return errors.New("the role table has no brokerd-egressd pair")
+	socket, err := sock.PathOf(paths, "brokerd", "egressd")
+	if err != nil {
+		return err
 	}
-	return Main(ctx, Options{Socket: pair.Path(paths), Limits: cfg.Egress})
+	return Main(ctx, Options{Socket: socket, Limits: cfg.Egress})
 }
 
 // Resolver looks names up; *net.Resolver is one. egressd asks it once per
@@ -102,9 +101,7 @@ func (s *server) gate(ctx context.Context) (*sock.Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.allowPeer != nil {
-		gate.AllowPeer = s.allowPeer
-	}
+	gate.ReplacePeerCheck(s.allowPeer)
 	gate.HandleFile = func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
 		return s.open(ctx, e, f, reply)
 	}

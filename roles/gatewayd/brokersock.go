@@ -25,17 +25,24 @@ func (g *gateway) serveBroker(ctx context.Context, ln *net.UnixListener, allowPe
 	if err != nil {
 		return err
 	}
-	if allowPeer != nil {
-		gate.AllowPeer = allowPeer
-	}
-	gate.Handle = func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		if end, ok := e.Msg.(wire.JobEnded); ok {
-			return g.answerJobEnded(end, reply)
-		}
-		return g.answerApproval(ctx, hctx, e.Msg.(wire.ApprovalRequest), reply)
+	gate.ReplacePeerCheck(allowPeer)
+	if err := g.brokerKinds(ctx).Route(gate); err != nil {
+		return err
 	}
 	g.log.Printf("serving %s", ln.Addr())
 	return gate.Serve(ctx, ln)
+}
+
+// brokerKinds is what gateway.sock answers brokerd; ctx is gatewayd's.
+func (g *gateway) brokerKinds(ctx context.Context) sock.Kinds {
+	return sock.Kinds{
+		"approval_request": func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+			return g.answerApproval(ctx, hctx, e.Msg.(wire.ApprovalRequest), reply)
+		},
+		"job_ended": func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+			return g.answerJobEnded(e.Msg.(wire.JobEnded), reply)
+		},
+	}
 }
 
 // answerApproval holds one approval_request until it is decided, withdrawn

@@ -30,18 +30,23 @@ func (g *gateway) serveWitness(ctx context.Context, ln *net.UnixListener, allowP
 	if err != nil {
 		return err
 	}
-	if allowPeer != nil {
-		gate.AllowPeer = allowPeer
+	gate.ReplacePeerCheck(allowPeer)
+	if err := g.witnessKinds().Route(gate); err != nil {
+		return err
 	}
-	gate.Handle = func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+	g.log.Printf("serving %s", ln.Addr())
+	return gate.Serve(ctx, ln)
+}
+
+// witnessKinds is what gateway.sock answers witnessd.
+func (g *gateway) witnessKinds() sock.Kinds {
+	return sock.Kinds{"checkpoint_post": func(hctx context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
 		post, err := g.postCheckpoint(hctx, e.Msg.(wire.CheckpointPost))
 		if err != nil {
 			return err
 		}
 		return reply(wire.Envelope{Final: true, Msg: wire.CheckpointPosted{Post: post}})
-	}
-	g.log.Printf("serving %s", ln.Addr())
-	return gate.Serve(ctx, ln)
+	}}
 }
 
 // postCheckpoint posts one checkpoint to the owner's DM and returns the post.

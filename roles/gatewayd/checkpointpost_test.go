@@ -19,7 +19,7 @@ func TestWitnessGatewaySockServesItsPair(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
 	start(t, w, paths, func(o *Options) { o.AllowPeer, o.WitnessPeer = nil, nil })
-	path, _ := socketPath(paths, "witnessd", "gatewayd")
+	path, _ := sock.PathOf(paths, "witnessd", "gatewayd")
 	pair, _ := roles.PairOf("witnessd", "gatewayd")
 	gateprobe.Frames(t, path, pair)
 }
@@ -58,7 +58,7 @@ func TestCheckpointIsPostedToTheOwner(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
 	start(t, w, paths)
-	path, _ := socketPath(paths, "witnessd", "gatewayd")
+	path, _ := sock.PathOf(paths, "witnessd", "gatewayd")
 	req := fixtureCheckpointPost(t)
 	res, err := postCheckpoint(t, path, req)
 	posted, ok := res.(wire.CheckpointPosted)

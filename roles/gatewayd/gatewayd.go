@@ -40,7 +40,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	return Run(ctx, Options{Paths: paths, Gateway: *gw, Token: token, Log: log.New(cmd.Root().ErrWriter, "gatewayd: ", 0)})
+	return Main(ctx, Options{Paths: paths, Gateway: *gw, Token: token, Log: log.New(cmd.Root().ErrWriter, "gatewayd: ", 0)})
 }
 
 // Options is what Run needs; zero fields take the defaults named beside them.
@@ -87,14 +87,14 @@ type gateway struct {
 	work          sync.WaitGroup // replies and edits in flight
 }
 
-// Run serves until ctx ends (nil), or until the server refuses the token or
+// Main serves until ctx ends (nil), or until the server refuses the token or
 // gateway.sock fails (an error).
-func Run(ctx context.Context, opts Options) error {
+func Main(ctx context.Context, opts Options) error {
 	g, err := newGateway(opts)
 	if err != nil {
 		return err
 	}
-	gatewaySock, err := socketPath(opts.Paths, "brokerd", "gatewayd")
+	gatewaySock, err := sock.PathOf(opts.Paths, "brokerd", "gatewayd")
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func Run(ctx context.Context, opts Options) error {
 		return fmt.Errorf("gatewayd: %w", err)
 	}
 	defer ln.Close()
-	witnessSock, err := socketPath(opts.Paths, "witnessd", "gatewayd")
+	witnessSock, err := sock.PathOf(opts.Paths, "witnessd", "gatewayd")
 	if err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ func newGateway(opts Options) (*gateway, error) {
 	if opts.Log == nil {
 		opts.Log = log.New(io.Discard, "", 0)
 	}
-	loopSock, err := socketPath(opts.Paths, "gatewayd", "loopd")
+	loopSock, err := sock.PathOf(opts.Paths, "gatewayd", "loopd")
 	if err != nil {
 		return nil, err
 	}
@@ -169,14 +169,6 @@ func cmpOr(d, def time.Duration) time.Duration {
 		return d
 	}
 	return def
-}
-
-func socketPath(p config.Paths, client, listener string) (string, error) {
-	pair, ok := roles.PairOf(client, listener)
-	if !ok {
-		return "", fmt.Errorf("the role table has no %s-%s pair", client, listener)
-	}
-	return p.Join("run", pair.Dir(), pair.Socket), nil
 }
 
 // follow logs in, learns the direct channels, and follows the event stream.

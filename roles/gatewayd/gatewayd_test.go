@@ -68,7 +68,7 @@ func TestCommand(t *testing.T) {
 
 func TestBadTokenStopsGatewayd(t *testing.T) {
 	w := newWorld(t)
-	err := Run(t.Context(), Options{Paths: home(t), Gateway: w.gatewayConfig(), Token: "wrong-token"})
+	err := Main(t.Context(), Options{Paths: home(t), Gateway: w.gatewayConfig(), Token: "wrong-token"})
 	if err == nil || !strings.Contains(err.Error(), "refused the bot token") || strings.Contains(err.Error(), "wrong-token") {
 		t.Errorf("got %v", err)
 	}
@@ -78,7 +78,7 @@ func TestGatewaySocketRefusals(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
 	start(t, w, paths)
-	path, _ := socketPath(paths, "brokerd", "gatewayd")
+	path, _ := sock.PathOf(paths, "brokerd", "gatewayd")
 	for _, c := range []struct {
 		name string
 		msg  wire.Message
@@ -103,7 +103,7 @@ func TestGatewaySocketChecksThePeer(t *testing.T) {
 	w := newWorld(t)
 	paths := home(t)
 	start(t, w, paths, func(o *Options) { o.AllowPeer = func(sock.Peer) bool { return false } })
-	path, _ := socketPath(paths, "brokerd", "gatewayd")
+	path, _ := sock.PathOf(paths, "brokerd", "gatewayd")
 	c, err := sock.Dial(path)
 	if err != nil {
 		t.Fatal(err)

@@ -89,7 +89,7 @@ func start(t *testing.T, w *world, paths config.Paths, adjust ...func(*Options))
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts) }()
+	go func() { done <- Main(ctx, opts) }()
 	var once sync.Once
 	r.stop = func() {
 		once.Do(func() {
@@ -120,7 +120,7 @@ type loopStandIn struct {
 func startLoop(t *testing.T, paths config.Paths) *loopStandIn {
 	t.Helper()
 	l := &loopStandIn{}
-	path, _ := socketPath(paths, "gatewayd", "loopd")
+	path, _ := sock.PathOf(paths, "gatewayd", "loopd")
 	ln, err := sock.Listen(path)
 	if err != nil {
 		t.Fatal(err)
@@ -169,7 +169,7 @@ type broker struct {
 }
 
 func newBroker(t *testing.T, paths config.Paths) *broker {
-	path, _ := socketPath(paths, "brokerd", "gatewayd")
+	path, _ := sock.PathOf(paths, "brokerd", "gatewayd")
 	return &broker{t: t, path: path}
 }
 

@@ -24,7 +24,7 @@ type loopJobs struct {
 func startLoopJobs(t *testing.T, paths config.Paths) *loopJobs {
 	t.Helper()
 	l := &loopJobs{queue: make(chan wire.JobDelivery, 8)}
-	path, _ := socketPath(paths, "gatewayd", "loopd")
+	path, _ := sock.PathOf(paths, "gatewayd", "loopd")
 	ln, err := sock.Listen(path)
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/llamadouble"
 )
 
@@ -177,7 +178,7 @@ func TestUpstreamDownThenUp(t *testing.T) {
 	}
 	ln, err = net.Listen("tcp", addr)
 	if err != nil {
-		t.Skipf("the port was taken meanwhile: %v", err)
+		require.Available(t, "the port just freed", err)
 	}
 	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, `{"status":"ok"}`) })}
 	go srv.Serve(ln)

@@ -35,9 +35,9 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if cfg.Infer.Upstream == "" {
 		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
 	}
-	pair, ok := roles.PairOf("loopd", "inferproxy")
-	if !ok {
-		return errors.New("the role table has no loopd-inferproxy pair")
+	socket, err := sock.PathOf(paths, "loopd", "inferproxy")
+	if err != nil {
+		return err
 	}
 	up := cfg.Infer.Upstream
 	if up == config.ScriptedUpstream {
@@ -46,7 +46,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		}
 		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
 	}
-	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: up, InspectSlot: cfg.Inspect.Slot})
+	return Main(ctx, Options{Socket: socket, Upstream: up, InspectSlot: cfg.Inspect.Slot})
 }
 
 // Options is what inferproxy needs; Main and tests fill it, and a zero
@@ -126,9 +126,7 @@ func (p *proxy) gate(ln *net.UnixListener) (*sock.Listener, error) {
 	if err != nil {
 		return nil, err
 	}
-	if p.allowPeer != nil {
-		gate.AllowPeer = p.allowPeer
-	}
+	gate.ReplacePeerCheck(p.allowPeer)
 	return gate, nil
 }
 
@@ -138,9 +136,9 @@ func newProxy(opts Options) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, ok := roles.PairOf("loopd", "inferproxy")
-	if !ok {
-		return nil, errors.New("the role table has no loopd-inferproxy pair")
+	pair, err := sock.PairOf("loopd", "inferproxy")
+	if err != nil {
+		return nil, err
 	}
 	p := &proxy{upstream: up, routes: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: upstream.Transport(),
 		inspect: config.Inspect{Slot: opts.InspectSlot}}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/fixtures/require"
 )
 
 // BenchmarkRealModel streams the same chat request to a real llama-server
@@ -22,7 +24,7 @@ import (
 func BenchmarkRealModel(b *testing.B) {
 	base := os.Getenv("BOXMAKER_REAL_MODEL")
 	if !strings.HasPrefix(base, "http") {
-		b.Skip("skipping: no real model server; `make real-model-test` runs this (BOXMAKER_REAL_MODEL=http://127.0.0.1:PORT)")
+		require.Elsewhere(b, "no real model server; `make real-model-test` runs this (BOXMAKER_REAL_MODEL=http://127.0.0.1:PORT)")
 	}
 	base = strings.TrimRight(base, "/")
 	// The prompt is the same each time and cached, as loopd's exact replay

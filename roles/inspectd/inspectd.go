@@ -2,7 +2,6 @@ package inspectd
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"os"
@@ -32,9 +31,9 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if cfg.Infer.Upstream == "" {
 		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
 	}
-	pair, ok := roles.PairOf("brokerd", "inspectd")
-	if !ok {
-		return errors.New("the role table has no brokerd-inspectd pair")
+	socket, err := sock.PathOf(paths, "brokerd", "inspectd")
+	if err != nil {
+		return err
 	}
 	up := cfg.Infer.Upstream
 	if up == config.ScriptedUpstream {
@@ -45,7 +44,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 		}
 		fmt.Fprintln(cmd.Root().ErrWriter, "inspectd: SCRIPTED MODEL: the answers come from a script (roles/internal/llamadouble), not from a language model")
 	}
-	return Main(ctx, Options{Socket: pair.Path(paths), Upstream: up, Slot: cfg.Inspect.Slot,
+	return Main(ctx, Options{Socket: socket, Upstream: up, Slot: cfg.Inspect.Slot,
 		Log: log.New(cmd.Root().ErrWriter, "inspectd: ", 0)})
 }
 
@@ -74,9 +73,7 @@ func Main(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("inspectd: %w", err)
 	}
-	if opts.AllowPeer != nil {
-		srv.AllowPeer = opts.AllowPeer
-	}
+	srv.ReplacePeerCheck(opts.AllowPeer)
 	ln, err := sock.Listen(opts.Socket)
 	if err != nil {
 		return fmt.Errorf("inspectd: %w", err)

@@ -10,35 +10,32 @@ import (
 	"boxmaker/wire"
 )
 
-// handlerFor answers requests from client's socket. Only a pair the table
-// marks NamesSessions (gatewayd's: one per thread) starts a session under a
-// name of its own; through the owner's socket a name resumes a session that exists, so that a mistyped
-// --session is an error rather than a new, empty session.
-func (l *loopd) handlerFor(client string) sock.Handler {
+// kindsFor answers requests from client's socket, one row per kind (the
+// role table says which of them each socket lets through). Only a pair
+// the table marks NamesSessions (gatewayd's: one per thread) starts a
+// session under a name of its own; through the owner's socket a name
+// resumes a session that exists, so that a mistyped --session is an error
+// rather than a new, empty session.
+func (l *loopd) kindsFor(client string) sock.Kinds {
 	pair, _ := roles.PairOf(client, "loopd")
 	names := pair.NamesSessions
-	return func(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
-		return l.handle(ctx, req, reply, names)
+	return sock.Kinds{
+		"chat_send": func(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
+			return l.chatSend(ctx, req.Msg.(wire.ChatSend), reply, names)
+		},
+		"session_list": func(_ context.Context, _ sock.Peer, _ wire.Envelope, reply sock.Replier) error {
+			return reply(wire.Envelope{Final: true, Msg: wire.SessionListResult{Sessions: l.store.list()}})
+		},
+		"session_log": func(_ context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
+			return l.sessionLog(req.Msg.(wire.SessionLog), reply)
+		},
+		"job_run": func(_ context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
+			return reply(wire.Envelope{Final: true, Msg: l.sched.runNow(req.Msg.(wire.JobRunNow).Job)})
+		},
+		"job_deliveries": func(ctx context.Context, _ sock.Peer, _ wire.Envelope, reply sock.Replier) error {
+			return l.deliveries.serve(ctx, reply)
+		},
 	}
-}
-
-// handle answers one request on loop.sock; the socket's table has already
-// refused every other kind. names says whether a chat_send may start a
-// session under the name it gives.
-func (l *loopd) handle(ctx context.Context, req wire.Envelope, reply sock.Replier, names bool) error {
-	switch m := req.Msg.(type) {
-	case wire.ChatSend:
-		return l.chatSend(ctx, m, reply, names)
-	case wire.SessionList:
-		return reply(wire.Envelope{Final: true, Msg: wire.SessionListResult{Sessions: l.store.list()}})
-	case wire.SessionLog:
-		return l.sessionLog(m, reply)
-	case wire.JobRunNow:
-		return reply(wire.Envelope{Final: true, Msg: l.sched.runNow(m.Job)})
-	case wire.JobDeliveries:
-		return l.deliveries.serve(ctx, reply)
-	}
-	return fmt.Errorf("kind %s has no handler", wire.KindOf(req.Msg))
 }
 
 // chatSend runs one turn. Its events stream as they happen; a turn that

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -208,7 +209,7 @@ func TestBadLoopConfigRefusesToStart(t *testing.T) {
 		os.WriteFile(filepath.Join(home, "etc", "config.toml"), []byte(text), 0o644)
 		e := &env{t: t, home: home}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err := Run(ctx, Options{Paths: e.paths()}) // serves until ctx ends if the config is taken
+		err := Main(ctx, Options{Paths: e.paths()}) // serves until ctx ends if the config is taken
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", text, err, want)
@@ -249,5 +250,17 @@ func TestConcurrentTurns(t *testing.T) {
 	}
 	if !slices.Equal(ids, []wire.CallID{1, 2, 3, 4}) {
 		t.Errorf("call ids %v", ids)
+	}
+}
+
+// loop.sock answers exactly the kinds the role table lets through its
+// sockets: none the gate passes falls to "internal", and no row serves a
+// kind no socket accepts (Route keeps each socket to its own at start).
+func TestEveryLoopKindHasItsRow(t *testing.T) {
+	l := &loopd{}
+	for _, pair := range roles.ListensOn("loopd") {
+		if err := sock.CheckKinds(sock.Accepted("", "loopd"), l.kindsFor(pair.Client)); err != nil {
+			t.Errorf("%s-loopd: %v", pair.Client, err)
+		}
 	}
 }

@@ -196,7 +196,11 @@ func (e *env) paths() config.Paths {
 }
 
 func (e *env) socket(client, listener string) string {
-	return socketPath(e.paths(), client, listener)
+	path, err := sock.PathOf(e.paths(), client, listener)
+	if err != nil {
+		panic(err) // the tests name pairs of the table
+	}
+	return path
 }
 
 // startBroker runs the real brokerd and waits for loopd's socket to it.
@@ -242,7 +246,7 @@ func (e *env) startLoopd() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0), OpenSessions: e.open})
+		done <- Main(ctx, Options{Paths: e.paths(), Log: log.New(e.logs, "loopd: ", 0), OpenSessions: e.open})
 	}()
 	var once sync.Once
 	e.stop = func() {

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // openFiles counts this process's descriptors, and those open on a file
@@ -14,7 +16,7 @@ func openFiles(t *testing.T, dir string) (all, under int) {
 	t.Helper()
 	entries, err := os.ReadDir("/proc/self/fd")
 	if err != nil {
-		t.Skipf("no /proc/self/fd: %v", err)
+		require.Available(t, "/proc/self/fd", err)
 	}
 	for _, e := range entries {
 		all++

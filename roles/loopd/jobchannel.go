@@ -1,7 +1,7 @@
 package loopd
 
 import (
-	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/wire"
 )
 
@@ -16,11 +16,11 @@ import (
 // is about to mint would put other words before a job's prompt. A job's
 // session, once made, may be continued like any other.
 func (l *loopd) refuseJobSession(m wire.ChatSend) error {
-	if m.Session == nil || !policy.IsJobSession(*m.Session) {
+	if m.Session == nil || !jobs.IsJobSession(*m.Session) {
 		return nil
 	}
 	if _, _, ok, _ := l.store.lookup(*m.Session); ok {
 		return nil
 	}
-	return clientError{"session names beginning " + policy.JobSessionPrefix + " are for scheduled jobs (boxmaker jobs run ID starts one)"}
+	return clientError{"session names beginning " + jobs.JobSessionPrefix + " are for scheduled jobs (boxmaker jobs run ID starts one)"}
 }

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -17,7 +17,7 @@ import (
 // an ask waits for the owner as in any session). Then it tells brokerd how
 // the run ended and hands the reply to gatewayd when the job delivers to
 // Mattermost.
-func (l *loopd) runJob(ctx context.Context, job policy.Job, run wire.JobStarted) {
+func (l *loopd) runJob(ctx context.Context, job jobs.Job, run wire.JobStarted) {
 	l.log.Printf("job %s: %s run for %s in session %s", job.ID(), run.Trigger, run.Scheduled, run.Session)
 	limit := job.TurnLimit()
 	turnCtx, cancel := context.WithTimeout(ctx, limit)
@@ -29,7 +29,7 @@ func (l *loopd) runJob(ctx context.Context, job policy.Job, run wire.JobStarted)
 	case err != nil && ctx.Err() != nil:
 		outcome, detail = wire.RunInterrupted, "loopd stopped during the run"
 	case err != nil && errors.Is(turnCtx.Err(), context.DeadlineExceeded):
-		outcome, detail = wire.RunFailed, fmt.Sprintf("the run did not finish within max_turn (%s)", policy.DurationText(limit))
+		outcome, detail = wire.RunFailed, fmt.Sprintf("the run did not finish within max_turn (%s)", jobs.DurationText(limit))
 	case err != nil:
 		outcome, detail = wire.RunFailed, err.Error()
 	}
@@ -39,7 +39,7 @@ func (l *loopd) runJob(ctx context.Context, job policy.Job, run wire.JobStarted)
 	reportCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer stop()
 	l.reportDone(reportCtx, session, outcome, detail)
-	if job.Deliver().Kind() == policy.DeliverLog || outcome == wire.RunInterrupted {
+	if job.Deliver().Kind() == jobs.DeliverLog || outcome == wire.RunInterrupted {
 		return
 	}
 	content := res.content
@@ -73,7 +73,7 @@ func (l *loopd) reportDone(ctx context.Context, session wire.SessionID, outcome 
 
 // zoneName names the zone a job's times are shown in: "" for an every job
 // (shown in UTC), "Local" for the host's zone, else the IANA name.
-func zoneName(job policy.Job) string {
+func zoneName(job jobs.Job) string {
 	if z := job.Zone(); z != nil {
 		return z.String()
 	}

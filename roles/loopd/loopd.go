@@ -22,7 +22,7 @@ import (
 func Command() *cli.Command {
 	cmd := roles.DaemonCommand("loopd", "run the agent loop: the owner's messages, the model, and tool calls through brokerd (a daemon)", "",
 		func(ctx context.Context, paths config.Paths, cmd *cli.Command) error {
-			return Run(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "loopd: ", 0)})
+			return Main(ctx, Options{Paths: paths, Log: log.New(cmd.Root().ErrWriter, "loopd: ", 0)})
 		})
 	cmd.Commands = []*cli.Command{verifyDeviceCommand()}
 	return cmd
@@ -51,15 +51,17 @@ type loopd struct {
 	log     *log.Logger
 	clock   func() time.Time
 	infer   *inferClient
-	broker  *brokerConns // broker.sock, dialled per turn and bounded
-	store   *store
+	// inferSock is infer.sock, for the log line that says where the model is.
+	inferSock string
+	broker    *brokerConns // broker.sock, dialled per turn and bounded
+	store     *store
 
 	sched      *scheduler  // scheduled jobs (scheduler.go)
 	deliveries *deliveries // job replies for gatewayd (deliveries.go)
 }
 
-// Run serves loop.sock for bxctl and gatewayd until ctx ends.
-func Run(ctx context.Context, opts Options) error {
+// Main serves loop.sock for bxctl and gatewayd until ctx ends.
+func Main(ctx context.Context, opts Options) error {
 	l, err := start(opts)
 	if err != nil {
 		return err
@@ -96,18 +98,22 @@ func start(opts Options) (*loopd, error) {
 	if err != nil {
 		return nil, err
 	}
+	inferSock, err := sock.PathOf(opts.Paths, "loopd", "inferproxy")
+	if err != nil {
+		return nil, err
+	}
+	brokerSock, err := sock.PathOf(opts.Paths, "loopd", "brokerd")
+	if err != nil {
+		return nil, err
+	}
 	l := &loopd{
 		cfg: cfg.Loop, paths: opts.Paths, inspect: cfg.Inspect, log: opts.Log, clock: opts.Clock, store: st,
-		infer:  newInferClient(socketPath(opts.Paths, "loopd", "inferproxy")),
-		broker: newBrokerConns(socketPath(opts.Paths, "loopd", "brokerd"), cfg.Broker.MaxConnections),
+		inferSock: inferSock,
+		infer:     newInferClient(inferSock),
+		broker:    newBrokerConns(brokerSock, cfg.Broker.MaxConnections),
 	}
 	l.sched, l.deliveries = newScheduler(l, opts.JobTick), newDeliveries(opts.Log.Printf)
 	return l, nil
-}
-
-func socketPath(p config.Paths, client, listener string) string {
-	pair, _ := roles.PairOf(client, listener)
-	return p.Join("run", pair.Dir(), pair.Socket)
 }
 
 // serve listens in every pair loopd is the listener of, each socket with
@@ -130,7 +136,7 @@ func (l *loopd) serve(ctx context.Context) error {
 	for i := range srvs {
 		wg.Go(func() { errs[i] = srvs[i].Serve(ctx, lns[i]) })
 	}
-	l.log.Printf("serving %d sockets; the model at %s, brokerd at %s", len(srvs), socketPath(l.paths, "loopd", "inferproxy"), l.broker.path)
+	l.log.Printf("serving %d sockets; the model at %s, brokerd at %s", len(srvs), l.inferSock, l.broker.path)
 	wg.Wait()
 	return errors.Join(errs...)
 }
@@ -140,7 +146,10 @@ func (l *loopd) listen(pair roles.Pair) (*sock.Server, *net.UnixListener, error)
 	if err != nil {
 		return nil, nil, err
 	}
-	srv.Handle = l.handlerFor(pair.Client)
+	if err := l.kindsFor(pair.Client).Route(srv); err != nil {
+		ln.Close()
+		return nil, nil, err
+	}
 	return srv, ln, nil
 }
 

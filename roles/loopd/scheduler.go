@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"boxmaker/policy"
+	"boxmaker/policy/jobs"
 	"boxmaker/wire"
 )
 
@@ -64,8 +64,8 @@ func (s *scheduler) run(ctx context.Context) {
 // due time brokerd named, at most tick, at least a second (or tick, when a
 // test sets it shorter) so that a refused run is not asked for in a spin.
 func (s *scheduler) look(ctx context.Context) time.Duration {
-	jobs := s.loadJobs()
-	if len(jobs) == 0 {
+	byID := s.loadJobs()
+	if len(byID) == 0 {
 		return s.tick
 	}
 	res, err := s.l.brokerCall(ctx, wire.JobList{})
@@ -78,12 +78,12 @@ func (s *scheduler) look(ctx context.Context) time.Duration {
 		return s.tick
 	}
 	if s.setFresh(false) {
-		s.recover(ctx, jobs, list.Jobs)
+		s.recover(ctx, byID, list.Jobs)
 	}
 	wait := s.tick
 	now := s.l.clock()
 	for _, info := range list.Jobs {
-		job, ok := jobs[info.Job]
+		job, ok := byID[info.Job]
 		if !ok || s.isRunning(info.Job) {
 			continue
 		}
@@ -106,7 +106,7 @@ func (s *scheduler) look(ctx context.Context) time.Duration {
 // running that this loopd does not run was cut short by a loopd that died,
 // and is reported interrupted (never run again: brokerd keeps its time
 // taken); then each job with catch_up makes up its latest missed run.
-func (s *scheduler) recover(ctx context.Context, jobs map[string]policy.Job, infos []wire.JobInfo) {
+func (s *scheduler) recover(ctx context.Context, byID map[string]jobs.Job, infos []wire.JobInfo) {
 	for _, info := range infos {
 		if info.Last != nil && info.Last.Outcome == wire.RunRunning && !s.isRunning(info.Job) {
 			s.l.log.Printf("job %s: run %s was cut short by a loopd restart; recorded as interrupted", info.Job, info.Last.Session)
@@ -114,7 +114,7 @@ func (s *scheduler) recover(ctx context.Context, jobs map[string]policy.Job, inf
 		}
 	}
 	for _, info := range infos {
-		if job, ok := jobs[info.Job]; ok && info.CatchUp && !s.isRunning(info.Job) {
+		if job, ok := byID[info.Job]; ok && info.CatchUp && !s.isRunning(info.Job) {
 			s.start(ctx, job, wire.TriggerCatchUp)
 		}
 	}
@@ -122,7 +122,7 @@ func (s *scheduler) recover(ctx context.Context, jobs map[string]policy.Job, inf
 
 // start asks brokerd for a run of job and, when it mints one, runs it in
 // the background. It returns brokerd's answer.
-func (s *scheduler) start(ctx context.Context, job policy.Job, trig wire.RunTrigger) wire.Message {
+func (s *scheduler) start(ctx context.Context, job jobs.Job, trig wire.RunTrigger) wire.Message {
 	res, err := s.l.brokerCall(ctx, wire.JobStart{Job: job.ID(), Trigger: trig})
 	started, ok := res.(wire.JobStarted)
 	if err != nil || !ok {
@@ -175,8 +175,8 @@ func (s *scheduler) runNow(id string) wire.Message {
 }
 
 // loadJobs reads jobs/ as it is now; a bad file is left out and logged once.
-func (s *scheduler) loadJobs() map[string]policy.Job {
-	jobs, bad, err := policy.LoadJobs(s.l.paths.Jobs)
+func (s *scheduler) loadJobs() map[string]jobs.Job {
+	loaded, bad, err := jobs.LoadJobs(s.l.paths.Jobs)
 	if err != nil {
 		bad = append(bad, err)
 	}
@@ -188,8 +188,8 @@ func (s *scheduler) loadJobs() map[string]policy.Job {
 		}
 	}
 	s.mu.Unlock()
-	out := make(map[string]policy.Job, len(jobs))
-	for _, j := range jobs {
+	out := make(map[string]jobs.Job, len(loaded))
+	for _, j := range loaded {
 		out[j.ID()] = j
 	}
 	return out

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // The helper-process pattern: a test re-runs this test binary with
@@ -25,7 +27,7 @@ var helperChildren = map[string]func(){
 func TestHelperProcess(t *testing.T) {
 	child, ok := helperChildren[os.Getenv(helperEnv)]
 	if !ok {
-		t.Skip("the entry point of helper processes, not a test")
+		require.Elsewhere(t, "the entry point of helper processes, not a test")
 	}
 	child()
 	os.Exit(0)
@@ -56,7 +58,7 @@ func hostDir(t testing.TB) string {
 	}
 	dir, err := os.MkdirTemp(base, "boxmaker-test-")
 	if err != nil {
-		t.Skipf("no directory for host paths outside /tmp (set BOXMAKER_TEST_HOSTDIR): %v", err)
+		require.Available(t, "a directory for host paths outside /tmp (set BOXMAKER_TEST_HOSTDIR)", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	return dir

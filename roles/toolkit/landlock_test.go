@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/toolrun"
 
 	"golang.org/x/sys/unix"
@@ -61,7 +62,7 @@ func landlockChild() {
 func TestLandlockConfines(t *testing.T) {
 	abi, err := toolrun.LandlockABI()
 	if err != nil {
-		t.Skipf("landlock is not available: %v", err)
+		require.Available(t, "landlock", err)
 	}
 	base := hostDir(t)
 	ro, rw, out := filepath.Join(base, "ro"), filepath.Join(base, "rw"), filepath.Join(base, "out")

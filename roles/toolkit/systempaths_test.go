@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/toolrun"
 
 	"golang.org/x/sys/unix"
@@ -47,7 +48,7 @@ func landlockSystemChild() {
 // and executable under the shell tool's Landlock rules, and nothing more.
 func TestLandlockAllowsSystemPaths(t *testing.T) {
 	if _, err := toolrun.LandlockABI(); err != nil {
-		t.Skipf("landlock is not available: %v", err)
+		require.Available(t, "landlock", err)
 	}
 	base := hostDir(t)
 	sys, out := filepath.Join(base, "sys"), filepath.Join(base, "out")

@@ -36,15 +36,16 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	pair, ok := roles.PairOf("brokerd", "witnessd")
-	if !ok {
-		return errors.New("the role table has no brokerd-witnessd pair")
+	socket, err := sock.PathOf(paths, "brokerd", "witnessd")
+	if err != nil {
+		return err
 	}
-	opts := Options{Socket: pair.Path(paths), Dir: paths.Join("witness"), Origin: origin,
+	opts := Options{Socket: socket, Dir: paths.Join("witness"), Origin: origin,
 		Log: log.New(cmd.Root().ErrWriter, "witnessd: ", 0)}
 	if cfg.Gateway != nil {
-		gw, _ := roles.PairOf("witnessd", "gatewayd")
-		opts.Gateway = gw.Path(paths)
+		if opts.Gateway, err = sock.PathOf(paths, "witnessd", "gatewayd"); err != nil {
+			return err
+		}
 	}
 	return Main(ctx, opts)
 }
@@ -105,22 +106,28 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
-	if opts.AllowPeer != nil {
-		gate.AllowPeer = opts.AllowPeer
-	}
-	gate.Handle = func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
-		switch m := e.Msg.(type) {
-		case wire.CheckpointAdd:
-			return reply(wire.Envelope{Final: true, Msg: w.add(m)})
-		default:
-			return reply(wire.Envelope{Final: true, Msg: w.refuseUnproven()})
-		}
+	gate.ReplacePeerCheck(opts.AllowPeer)
+	if err := w.kinds().Route(gate); err != nil {
+		return fmt.Errorf("witnessd: %w", err)
 	}
 	opts.Log.Printf("serving on %s, keeping checkpoints in %s", ln.Addr(), opts.Dir)
 	if err := gate.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("witnessd: %w", err)
 	}
 	return nil
+}
+
+// kinds is what witness.sock answers: a checkpoint with its consistency
+// proof, cosigned or refused; one from before the tree, refused.
+func (w *witness) kinds() sock.Kinds {
+	return sock.Kinds{
+		"checkpoint_add": func(_ context.Context, _ sock.Peer, e wire.Envelope, reply sock.Replier) error {
+			return reply(wire.Envelope{Final: true, Msg: w.add(e.Msg.(wire.CheckpointAdd))})
+		},
+		"checkpoint_submit": func(_ context.Context, _ sock.Peer, _ wire.Envelope, reply sock.Replier) error {
+			return reply(wire.Envelope{Final: true, Msg: w.refuseUnproven()})
+		},
+	}
 }
 
 // witness is one running witnessd.

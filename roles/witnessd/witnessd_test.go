@@ -9,6 +9,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/fixtures/gateprobe"
 	"boxmaker/roles"
+	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 
 	"golang.org/x/mod/sumdb/note"
@@ -185,6 +186,13 @@ func TestWitnessEndsATornLine(t *testing.T) {
 	wantWitnessed(t, h.submit(t, k, k.note(t, 5, 1, "2026-12-01T10:01:00.000Z")), 5)
 	if held := h.held(t); len(held) != 2 || held[1].Seq != 5 {
 		t.Fatalf("witness/ holds %v, want seq 3 and 5", held)
+	}
+}
+
+// witness.sock answers exactly the kinds the role table lets through it.
+func TestEveryWitnessKindHasItsRow(t *testing.T) {
+	if err := sock.CheckKinds(sock.Accepted("", "witnessd"), (&witness{}).kinds()); err != nil {
+		t.Error(err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"boxmaker/roles/internal/environ"
 	"boxmaker/roles/internal/toolrun"
 
 	"github.com/pelletier/go-toml/v2"
@@ -42,15 +43,15 @@ const ScriptedUpstream = "scripted:"
 // pipe, so that a restarted inferproxy gets it again). Without it the
 // scripted model answers with its default script. inferproxy reads it only
 // when its upstream is ScriptedUpstream.
-const ModelScriptEnv = "BOXMAKER_MODEL_SCRIPT"
+const ModelScriptEnv = environ.ModelScript
 
 // UpstreamEnv names the variable that overrides [infer] upstream; up sets
 // it for inferproxy.
-const UpstreamEnv = "BOXMAKER_UPSTREAM"
+const UpstreamEnv = environ.Upstream
 
 // CredentialsEnv names the directory of a role's copies of its secrets,
 // as systemd's LoadCredential= sets it and up as root does likewise.
-const CredentialsEnv = "CREDENTIALS_DIRECTORY"
+const CredentialsEnv = environ.Credentials
 
 // Infer is inferproxy's upstream: the one key without a default.
 type Infer struct {

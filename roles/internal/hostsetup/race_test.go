@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/units"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +32,7 @@ const raceRounds = 400
 func TestRacerHelperProcess(t *testing.T) {
 	control := os.Getenv("BXCTL_TEST_RACER")
 	if control == "" {
-		t.Skip("the racer of TestRootSetupRacingBroker, run only by it")
+		require.Elsewhere(t, "the racer of TestRootSetupRacingBroker, run only by it")
 	}
 	victims := os.Getenv("BXCTL_TEST_VICTIMS")
 	for i := 0; ; i++ {

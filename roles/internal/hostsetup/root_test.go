@@ -72,7 +72,7 @@ func needRoot(t *testing.T, sys uidSystem) {
 	t.Helper()
 	require.Root(t, "setting owners and running a role under its own uid needs root")
 	if procs, err := supervise.ProcessesOf(sys.uids()); err != nil || len(procs) > 0 {
-		t.Skipf("skipping: the test's ids are in use here: %v %v", procs, err)
+		require.Available(t, "free test ids", fmt.Errorf("in use: %v %v", procs, err))
 	}
 }
 

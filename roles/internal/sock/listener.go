@@ -35,7 +35,7 @@ type Listener struct {
 // listener, in that pair's gate: its name and the uids it admits come from
 // the role table. refuse answers a refused connection.
 func ListenerFor(ln *net.UnixListener, client, listener string, refuse func(*net.UnixConn, Refusal), log *log.Logger) (*Listener, error) {
-	pair, err := pairOf(client, listener)
+	pair, err := PairOf(client, listener)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // ListenPair creates the socket in which client dials listener under home,
 // and returns it with the Server that guards it (ServerFor).
 func ListenPair(home config.Paths, client, listener string, log *log.Logger) (*Server, *net.UnixListener, error) {
-	pair, err := pairOf(client, listener)
+	pair, err := PairOf(client, listener)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -25,11 +25,22 @@ func ListenPair(home config.Paths, client, listener string, log *log.Logger) (*S
 	if err != nil {
 		return nil, nil, err
 	}
-	ln, err := Listen(pair.Path(home))
+	ln, err := Listen(pair.Path(home.Home))
 	if err != nil {
 		return nil, nil, fmt.Errorf("listen for %s: %w", client, err)
 	}
 	return srv, ln, nil
+}
+
+// PathOf is the socket in which client dials listener under home: the one
+// way every role finds a pair's socket, and the one error for a pair the
+// role table lacks.
+func PathOf(home config.Paths, client, listener string) (string, error) {
+	pair, err := PairOf(client, listener)
+	if err != nil {
+		return "", err
+	}
+	return pair.Path(home.Home), nil
 }
 
 // ServerFor returns the Server of the pair in which client dials listener:
@@ -38,7 +49,7 @@ func ListenPair(home config.Paths, client, listener string, log *log.Logger) (*S
 // caller sets Handle (HandleFile for descriptors), and may change the
 // bounds or, in a test, the peer check.
 func ServerFor(client, listener string, log *log.Logger) (*Server, error) {
-	pair, err := pairOf(client, listener)
+	pair, err := PairOf(client, listener)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +78,8 @@ func AllowClient(client string) (func(Peer) bool, error) {
 	return func(p Peer) bool { return slices.Contains(uids, p.UID) }, nil
 }
 
-func pairOf(client, listener string) (roles.Pair, error) {
+// PairOf is roles.PairOf with the one error for a pair the table lacks.
+func PairOf(client, listener string) (roles.Pair, error) {
 	pair, ok := roles.PairOf(client, listener)
 	if !ok {
 		return roles.Pair{}, fmt.Errorf("the role table has no %s-%s pair", client, listener)

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,7 @@ func newRoleFixture(t *testing.T) roleFixture {
 	t.Helper()
 	require.Root(t, "running a role under a uid of its own needs root")
 	if procs, err := ProcessesOf([]uint32{testUID}); err != nil || len(procs[testUID]) > 0 {
-		t.Skipf("skipping: uid %d is in use here (%v, %v)", testUID, procs, err)
+		require.Available(t, "free test uids", fmt.Errorf("uid %d is in use (%v, %v)", testUID, procs, err))
 	}
 	dir, err := os.MkdirTemp("", "supervise-uid")
 	if err != nil {

@@ -95,6 +95,12 @@ type Needs struct {
 // says; a tool outside the catalog needs nothing (and Validate refuses it).
 func NeedsOf(tool string) Needs {
 	t, _ := wire.ToolByName(tool)
+	return NeedsFor(t)
+}
+
+// NeedsFor reports what the sandbox of the tool t describes must provide,
+// for a caller that holds the descriptor already (brokerd's wire.Call).
+func NeedsFor(t wire.Tool) Needs {
 	return Needs{System: t.Sandbox.System, Egress: t.Sandbox.Egress.Needed()}
 }
 

@@ -1,8 +1,11 @@
 package toolrun
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 func validJob() Job {
@@ -101,7 +104,7 @@ func TestValidate(t *testing.T) {
 func TestLandlockABI(t *testing.T) {
 	abi, err := LandlockABI()
 	if err != nil {
-		t.Skipf("landlock is not available here, so toolkit would refuse to run: %v", err)
+		require.Available(t, "landlock", fmt.Errorf("toolkit would refuse to run: %w", err))
 	}
 	if abi < MinLandlockABI {
 		t.Fatalf("LandlockABI() = %d without an error", abi)

@@ -63,7 +63,7 @@ func nixEval(t *testing.T, expr string, v any) {
 	t.Helper()
 	bin := nixInstantiate(t)
 	if out, err := exec.Command(bin, "--eval", "-E", "1").CombinedOutput(); err != nil {
-		t.Skipf("nix-instantiate cannot evaluate here: %v\n%s", err, out)
+		require.Available(t, "nix-instantiate", fmt.Errorf("it cannot evaluate here: %v\n%s", err, out))
 	}
 	var stderr bytes.Buffer
 	cmd := exec.Command(bin, "--eval", "--strict", "--json", "-E", expr)

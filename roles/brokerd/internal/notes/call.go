@@ -1,4 +1,4 @@
-package brokerd
+package notes
 
 import (
 	"errors"
@@ -8,45 +8,44 @@ import (
 	"strings"
 	"time"
 
-	"boxmaker/policy"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/wire"
 
 	"golang.org/x/sys/unix"
 )
 
-// noteCall is one call running with part of memory/ mounted. Calls that
+// Call is one call running with part of memory/ mounted. Calls that
 // run alongside each other see each other: a reader is labelled with what
 // a writer running at the same time may have left for it, and a writer's
 // files with what another writer left in them meanwhile.
-type noteCall struct {
+type Call struct {
 	reads  []string // the parts of memory/ mounted, relative to it
 	writes []string // those of them mounted writable
-	who    noteWriter
+	who    Writer
 	// taint is a writer's label: while it runs, what it is known to be at
 	// least; once it ended, what its files got.
-	taint      taintLabel
+	taint      Label
 	since      int64  // ns, when a writer began
 	start, end uint64 // s.ev at begin and at finish; end is 0 while it runs
 	pending    string // a writer's record in broker/notes/pending/
 }
 
-// noteWriter names the call and says how high its session is now: its
+// Writer names the call and says how high its session is now: its
 // taint and untrusted flag joined with the grant's labels, which the
 // session takes on when the result returns. A note is labelled with the
 // higher of the session before and after the result (DESIGN.md section 12).
-type noteWriter struct {
-	session wire.SessionID
-	call    wire.CallID
-	base    func() (taintLabel, error)
+type Writer struct {
+	Session wire.SessionID
+	Call    wire.CallID
+	Base    func() (Label, error)
 }
 
-// noteResult is what labels say of a call once it ended: read, the join of
+// Result is what labels say of a call once it ended: read, the join of
 // every label its sandbox could read; problem, why some of what it wrote
 // was labelled as a whole folder instead of file by file.
-type noteResult struct {
-	read    taintLabel
-	problem error
+type Result struct {
+	Read    Label
+	Problem error
 }
 
 // pendingRecord is one file of broker/notes/pending/: a writer running
@@ -61,22 +60,10 @@ type pendingRecord struct {
 	SinceNS   uint64         `json:"since_ns"`
 }
 
-// noteWriter describes the call req, run under g with in, the labels of
-// the handles it was given, to the labels.
-func (b *broker) noteWriter(req wire.ToolRequest, g policy.Grant, in taintLabel) noteWriter {
-	return noteWriter{session: req.Session, call: req.Call, base: func() (taintLabel, error) {
-		st, err := b.sessions.get(req.Session)
-		if err != nil {
-			return taintLabel{}, err
-		}
-		return taintLabel{class: max(st.Taint(), g.ResultClass()), untrusted: st.Untrusted() || g.Untrusted()}.join(in), nil
-	}}
-}
-
 // memoryParts names the parts of memory/ among a sandbox's mounts: a mount
 // at or below memory/ is that part, a mount that holds memory/ is all of it,
 // whatever the tool.
-func (s *noteLabels) memoryParts(mounts []sandbox.Mount) (reads, writes []string) {
+func (s *Store) memoryParts(mounts []sandbox.Mount) (reads, writes []string) {
 	real, err := filepath.EvalSymlinks(s.memory)
 	if err != nil {
 		return nil, nil // no memory/, so no mount can show any of it
@@ -103,7 +90,7 @@ func (s *noteLabels) memoryParts(mounts []sandbox.Mount) (reads, writes []string
 // makes a pending record durable, so that what the sandbox writes is
 // labelled even if brokerd dies while it runs. A call without memory/
 // mounted gets nil, which finish accepts.
-func (s *noteLabels) begin(mounts []sandbox.Mount, who noteWriter) (*noteCall, error) {
+func (s *Store) Begin(mounts []sandbox.Mount, who Writer) (*Call, error) {
 	reads, writes := s.memoryParts(mounts)
 	if len(reads) == 0 {
 		return nil, nil
@@ -114,21 +101,21 @@ func (s *noteLabels) begin(mounts []sandbox.Mount, who noteWriter) (*noteCall, e
 		return nil, s.broken
 	}
 	s.ev++
-	c := &noteCall{reads: reads, writes: writes, who: who, start: s.ev}
+	c := &Call{reads: reads, writes: writes, who: who, start: s.ev}
 	if len(writes) > 0 {
-		base, err := who.base()
+		base, err := who.Base()
 		if err != nil {
 			return nil, err
 		}
-		c.taint = base.join(s.readTaint(reads)).join(s.alongside(c, reads))
+		c.taint = base.Join(s.readTaint(reads)).Join(s.alongside(c, reads))
 		c.since = time.Now().UnixNano()
-		rec := pendingRecord{Session: who.session, Call: who.call, Class: c.taint.class, Untrusted: c.taint.untrusted,
+		rec := pendingRecord{Session: who.Session, Call: who.Call, Class: c.taint.Class, Untrusted: c.taint.Untrusted,
 			Roots: writes, SinceNS: uint64(c.since)}
 		data, err := wire.Marshal(&rec)
 		if err != nil {
 			return nil, err
 		}
-		c.pending = fmt.Sprintf("%s-%d-%d.json", who.session, who.call, c.start)
+		c.pending = fmt.Sprintf("%s-%d-%d.json", who.Session, who.Call, c.start)
 		if err := writeSynced(s.pendingDir(), c.pending, data); err != nil {
 			return nil, err
 		}
@@ -142,11 +129,11 @@ func (s *noteLabels) begin(mounts []sandbox.Mount, who noteWriter) (*noteCall, e
 
 // alongside joins the labels of the writers other than c that ran while c
 // has been running and could write where paths are.
-func (s *noteLabels) alongside(c *noteCall, paths []string) taintLabel {
-	var t taintLabel
-	consider := func(o *noteCall) {
+func (s *Store) alongside(c *Call, paths []string) Label {
+	var t Label
+	consider := func(o *Call) {
 		if o != c && (o.end == 0 || o.end > c.start) && overlapsAny(o.writes, paths) {
-			t = t.join(o.taint)
+			t = t.Join(o.taint)
 		}
 	}
 	for o := range s.running {
@@ -179,35 +166,35 @@ func overlapsAny(a, b []string) bool {
 // WARNING: the caller answers the call only after finish returned without
 // error, and raises the session by the result's read taint before that.
 // TestNoteLabelledBeforeTheResult proves a note is labelled by then.
-func (s *noteLabels) finish(c *noteCall) (noteResult, error) {
+func (s *Store) Finish(c *Call) (Result, error) {
 	if c == nil {
-		return noteResult{}, nil
+		return Result{}, nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.end(c)
-	res := noteResult{read: s.readTaint(c.reads).join(s.alongside(c, c.reads))}
+	res := Result{Read: s.readTaint(c.reads).Join(s.alongside(c, c.reads))}
 	if len(c.writes) == 0 {
 		return res, nil
 	}
-	base, err := c.who.base()
+	base, err := c.who.Base()
 	if err != nil {
-		s.broken = fmt.Errorf("note labels: session %s: %w", c.who.session, err)
+		s.broken = fmt.Errorf("note labels: session %s: %w", c.who.Session, err)
 		return res, s.broken
 	}
-	c.taint = c.taint.join(base).join(res.read)
-	changes, problem := s.relabelAll(c.writes, writer{session: c.who.session, call: c.who.call, taint: c.taint, since: c.since})
+	c.taint = c.taint.Join(base).Join(res.Read)
+	changes, problem := s.relabelAll(c.writes, writer{session: c.who.Session, call: c.who.Call, taint: c.taint, since: c.since})
 	if err := s.commit(changes); err != nil {
 		return res, err
 	}
-	res.problem = problem
+	res.Problem = problem
 	os.Remove(filepath.Join(s.pendingDir(), c.pending)) // labels are durable; a lost removal only relabels
 	return res, nil
 }
 
 // end takes c off the running calls; a writer stays known while a call
 // that ran alongside it still runs.
-func (s *noteLabels) end(c *noteCall) {
+func (s *Store) end(c *Call) {
 	s.ev++
 	c.end = s.ev
 	delete(s.running, c)
@@ -231,7 +218,7 @@ func (s *noteLabels) end(c *noteCall) {
 // relabelAll walks each root a writer had mounted. A root whose walk fails
 // (over the limits, or unreadable) gets a folder label instead, and the
 // failure is returned as the problem.
-func (s *noteLabels) relabelAll(roots []string, w writer) (labelChanges, error) {
+func (s *Store) relabelAll(roots []string, w writer) (labelChanges, error) {
 	var all labelChanges
 	var problems []error
 	memfd, memErr := s.openMemory()
@@ -264,7 +251,7 @@ func (s *noteLabels) relabelAll(roots []string, w writer) (labelChanges, error) 
 // recoverPending finishes the writers a stop interrupted: what changed
 // under their roots since each began is labelled with its label, joined
 // with the labels of the others that were running with it.
-func (s *noteLabels) recoverPending() error {
+func (s *Store) recoverPending() error {
 	entries, err := os.ReadDir(s.pendingDir())
 	if err != nil {
 		return err
@@ -294,10 +281,10 @@ func (s *noteLabels) recoverPending() error {
 		names = append(names, e.Name())
 	}
 	for _, r := range recs {
-		t := taintLabel{class: r.Class, untrusted: r.Untrusted}
+		t := Label{Class: r.Class, Untrusted: r.Untrusted}
 		for _, o := range recs {
 			if overlapsAny(r.Roots, o.Roots) {
-				t = t.join(taintLabel{class: o.Class, untrusted: o.Untrusted})
+				t = t.Join(Label{Class: o.Class, Untrusted: o.Untrusted})
 			}
 		}
 		changes, problem := s.relabelAll(r.Roots, writer{session: r.Session, call: r.Call, taint: t, since: int64(r.SinceNS)})
@@ -318,21 +305,4 @@ func (s *noteLabels) recoverPending() error {
 		return syncDir(s.pendingDir())
 	}
 	return nil
-}
-
-// applyResultRead is applyResult for a call whose sandbox could read
-// labelled notes: the session also takes on read, the join of their labels,
-// so that reading a note launders neither taint nor trust.
-//
-// WARNING: like applyResult, call it before the result is sent; the stored
-// state must never be lower than what the model has seen.
-// TestASecretNoteTaintsItsReader proves a reader of a labelled note is
-// raised by the time its next call is decided.
-func (s *sessions) applyResultRead(id wire.SessionID, g policy.Grant, read taintLabel) error {
-	return s.update(id, func(st policy.Session) (policy.Session, error) {
-		if err := st.ApplyResult(g); err != nil {
-			return st, err
-		}
-		return policy.RestoreSession(max(st.Taint(), read.class), st.Untrusted() || read.untrusted)
-	})
 }

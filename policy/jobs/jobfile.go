@@ -1,7 +1,6 @@
-package policy
+package jobs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	toml "github.com/pelletier/go-toml/v2"
+	"boxmaker/policy"
 )
 
 // jobFile is a job file as TOML gives it; pointers tell a missing key from
@@ -36,12 +35,12 @@ var jobKeyTypes = map[string]string{
 // JobError says why a job file was refused: every problem found in it.
 type JobError struct {
 	File     string
-	Problems []Problem
+	Problems []policy.Problem
 }
 
 // Error writes one "file:line: reason" line per problem, as GrantError does.
 func (e *JobError) Error() string {
-	return (&GrantError{File: e.File, Problems: e.Problems}).Error()
+	return (&policy.GrantError{File: e.File, Problems: e.Problems}).Error()
 }
 
 // ParseJob parses and checks one job file. file is its name or path: the
@@ -49,22 +48,16 @@ func (e *JobError) Error() string {
 // every problem found, with its line where known.
 func ParseJob(file string, data []byte) (Job, error) {
 	id := strings.TrimSuffix(filepath.Base(file), ".toml")
-	var probs []Problem
-	if err := checkJobID(id); err != nil {
-		probs = append(probs, Problem{Reason: err.Error() + " (the id is the file name without .toml)"})
+	var probs []policy.Problem
+	if err := policy.CheckJobID(id); err != nil {
+		probs = append(probs, policy.Problem{Reason: err.Error() + " (the id is the file name without .toml)"})
 	}
 	var f jobFile
-	dec := toml.NewDecoder(bytes.NewReader(data)).DisallowUnknownFields()
-	if err := dec.Decode(&f); err != nil {
-		return Job{}, &JobError{File: file, Problems: append(probs, tomlProblems(err, jobKeyTypes)...)}
+	if bad := policy.DecodeFile(data, &f, jobKeyTypes); bad != nil {
+		return Job{}, &JobError{File: file, Problems: append(probs, bad...)}
 	}
 	j, found := buildJob(id, f)
-	if len(found) > 0 {
-		lines := keyLines(data)
-		for _, p := range found {
-			probs = append(probs, Problem{Line: lines.of(p.key), Reason: p.text})
-		}
-	}
+	probs = append(probs, policy.LineProblems(data, found)...)
 	if len(probs) > 0 {
 		return Job{}, &JobError{File: file, Problems: probs}
 	}
@@ -73,7 +66,7 @@ func ParseJob(file string, data []byte) (Job, error) {
 
 // buildJob checks every field of f and returns the job, or every problem
 // found.
-func buildJob(id string, f jobFile) (Job, []problem) {
+func buildJob(id string, f jobFile) (Job, []policy.KeyProblem) {
 	j := Job{id: id}
 	var c collector
 	j.setSchedule(f, &c)
@@ -179,12 +172,12 @@ func parseZone(name *string) (*time.Location, error) {
 func LoadJobFile(path string) (Job, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Job{}, &JobError{File: path, Problems: []Problem{{Reason: err.Error()}}}
+		return Job{}, &JobError{File: path, Problems: []policy.Problem{{Reason: err.Error()}}}
 	}
 	return ParseJob(path, data)
 }
 
-// LoadJobs loads every *.toml file in dir, as LoadDir loads grants: the
+// LoadJobs loads every *.toml file in dir, as policy.LoadDir loads grants: the
 // jobs that parsed and, separately, one error per file that did not, both
 // sorted by id. brokerd and loopd leave the bad files out (fail closed);
 // `boxmaker grants check` prints them. A dir that does not exist holds no
@@ -198,7 +191,7 @@ func LoadJobs(dir string) (jobs []Job, bad []error, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("jobs: %w", err)
 	}
-	for _, name := range tomlNames(entries) {
+	for _, name := range policy.FileNames(entries) {
 		j, err := LoadJobFile(filepath.Join(dir, name))
 		if err != nil {
 			bad = append(bad, err)
@@ -207,4 +200,14 @@ func LoadJobs(dir string) (jobs []Job, bad []error, err error) {
 		jobs = append(jobs, j)
 	}
 	return jobs, bad, nil
+}
+
+// collector gathers a job file's problems, so that one run of `grants
+// check` shows all of them.
+type collector struct{ probs []policy.KeyProblem }
+
+func (c *collector) add(key string, err error) {
+	if err != nil {
+		c.probs = append(c.probs, policy.KeyProblem{Key: key, Text: err.Error()})
+	}
 }

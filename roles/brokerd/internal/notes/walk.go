@@ -1,4 +1,4 @@
-package brokerd
+package notes
 
 import (
 	"crypto/sha256"
@@ -43,7 +43,7 @@ func openBeneath(dirfd int, name string, flags int) (int, error) {
 
 // openMemory opens memory/ itself, by its real path (the parts above it
 // are the owner's, not a sandbox's).
-func (s *noteLabels) openMemory() (int, error) {
+func (s *Store) openMemory() (int, error) {
 	real, err := filepath.EvalSymlinks(s.memory)
 	if err != nil {
 		return -1, err
@@ -58,12 +58,12 @@ type visitFunc func(dirfd int, name, rel string, st fileStat) error
 // walk calls visit for every regular file at or below root (relative to
 // memory/), in no particular order, and skips symlinks, devices, FIFOs and
 // sockets. A root that does not exist is empty.
-func (s *noteLabels) walk(memfd int, root string, visit visitFunc) error {
+func (s *Store) walk(memfd int, root string, visit visitFunc) error {
 	return s.walkWith(&walker{root: root, limits: s.limits, visit: visit}, memfd)
 }
 
 // walkWith walks w.root with w: walk's, or a lenient one for listing.
-func (s *noteLabels) walkWith(w *walker, memfd int) error {
+func (s *Store) walkWith(w *walker, memfd int) error {
 	root, visit := w.root, w.visit
 	if root == "." {
 		// A fresh open, not a dup: a dup would share the listing's offset.
@@ -176,7 +176,7 @@ func statOf(st *unix.Stat_t) fileStat {
 // hashAt hashes the regular file dirfd/name and returns the stat of what it
 // read, taken on the open descriptor before reading. A file changed while
 // it is read gets a new ctime, so the next walk looks at it again.
-func (s *noteLabels) hashAt(dirfd int, name string) (wire.Hash32, fileStat, error) {
+func (s *Store) hashAt(dirfd int, name string) (wire.Hash32, fileStat, error) {
 	fd, err := openBeneath(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
 	if err != nil {
 		return wire.Hash32{}, fileStat{}, err
@@ -204,7 +204,7 @@ func (s *noteLabels) hashAt(dirfd int, name string) (wire.Hash32, fileStat, erro
 type writer struct {
 	session wire.SessionID
 	call    wire.CallID
-	taint   taintLabel
+	taint   Label
 	since   int64 // ns: changes from then on (less the slack) are the call's
 }
 
@@ -215,7 +215,7 @@ type writer struct {
 // inode had (a file or folder moved or linked within the mount). A file
 // changed before the call keeps its label, whatever changed it. Labels of
 // files no longer there go. The caller holds s.mu.
-func (s *noteLabels) relabel(memfd int, root string, w writer) (labelChanges, error) {
+func (s *Store) relabel(memfd int, root string, w writer) (labelChanges, error) {
 	s.walks++
 	walk := s.walks
 	threshold := uint64(max(w.since-int64(s.slack), 0))
@@ -267,7 +267,7 @@ type walkRun struct {
 
 // relabelFile decides one file of a walk and returns its new label, or nil
 // when its label (or its having none) stands. The caller holds s.mu.
-func (s *noteLabels) relabelFile(dirfd int, name, rel string, st fileStat, w writer, r walkRun) (*storedLabel, error) {
+func (s *Store) relabelFile(dirfd int, name, rel string, st fileStat, w writer, r walkRun) (*storedLabel, error) {
 	old := s.labels[rel]
 	if old != nil && old.Folder {
 		old = nil
@@ -297,12 +297,12 @@ func (s *noteLabels) relabelFile(dirfd int, name, rel string, st fileStat, w wri
 		}
 		if same {
 			t := taintOf(old.Label)
-			if !during || t.join(w.taint) == t {
+			if !during || t.Join(w.taint) == t {
 				return nil, nil // labelled already as it is
 			}
 			raised := *old
-			t = t.join(w.taint)
-			raised.Label.Class, raised.Label.Untrusted, raised.Label.Endorsed = t.class, t.untrusted, nil
+			t = t.Join(w.taint)
+			raised.Label.Class, raised.Label.Untrusted, raised.Label.Endorsed = t.Class, t.Untrusted, nil
 			return &raised, nil
 		}
 	}
@@ -314,17 +314,17 @@ func (s *noteLabels) relabelFile(dirfd int, name, rel string, st fileStat, w wri
 	}
 	t := w.taint
 	if during {
-		t = t.join(taintOf(old.Label))
+		t = t.Join(taintOf(old.Label))
 	}
 	if from, ok := s.labels[movedFrom]; moved && ok {
-		t = t.join(taintOf(from.Label))
+		t = t.Join(taintOf(from.Label))
 	}
 	return &storedLabel{Path: rel, Stat: hst, SeenNS: uint64(time.Now().UnixNano()), seen: r.walk, Label: wire.NoteLabel{
-		Class: t.class, Untrusted: t.untrusted, Session: w.session, Call: w.call, SHA256: &sum, Time: r.now}}, nil
+		Class: t.Class, Untrusted: t.Untrusted, Session: w.session, Call: w.call, SHA256: &sum, Time: r.now}}, nil
 }
 
 // hashError words a failed hash; a file gone since the listing is no error.
-func (s *noteLabels) hashError(rel string, err error) error {
+func (s *Store) hashError(rel string, err error) error {
 	if errors.Is(err, unix.ENOENT) {
 		return nil
 	}
@@ -333,15 +333,15 @@ func (s *noteLabels) hashError(rel string, err error) error {
 
 // folderLabel is the label a walk that failed leaves on its root, so that
 // everything below it reads at least as high as the writer was.
-func (s *noteLabels) folderLabel(root string, w writer) (*storedLabel, error) {
+func (s *Store) folderLabel(root string, w writer) (*storedLabel, error) {
 	now, err := wire.TimestampOf(s.clock())
 	if err != nil {
 		return nil, err
 	}
 	t := w.taint
 	if old, ok := s.labels[root]; ok {
-		t = t.join(taintOf(old.Label))
+		t = t.Join(taintOf(old.Label))
 	}
 	return &storedLabel{Path: root, Folder: true, Label: wire.NoteLabel{
-		Class: t.class, Untrusted: t.untrusted, Session: w.session, Call: w.call, Time: now}}, nil
+		Class: t.Class, Untrusted: t.Untrusted, Session: w.session, Call: w.call, Time: now}}, nil
 }

@@ -1,4 +1,4 @@
-package brokerd
+package notes
 
 import (
 	"fmt"
@@ -15,7 +15,7 @@ import (
 // fstatat per file), one hash, the label, and their fsyncs. It must not
 // grow with n beyond the stat each unchanged file costs.
 //
-//	go test -run '^$' -bench NoteLabels ./roles/brokerd/
+//	go test -run '^$' -bench NoteLabels ./roles/brokerd/internal/notes/
 func BenchmarkNoteLabels(b *testing.B) {
 	for _, n := range []int{100, 1_000, 10_000} {
 		b.Run(fmt.Sprintf("folder=%d", n), func(b *testing.B) {
@@ -29,14 +29,14 @@ func BenchmarkNoteLabels(b *testing.B) {
 			target := filepath.Join(r.memory, "notes", "note-00042.md")
 			b.ResetTimer()
 			for i := 0; b.Loop(); i++ {
-				c, err := r.s.begin(mount, who)
+				c, err := r.s.Begin(mount, who)
 				if err != nil {
 					b.Fatal(err)
 				}
 				if err := os.WriteFile(target, []byte("written by the call, "+strconv.Itoa(i)+"\n"), 0o600); err != nil {
 					b.Fatal(err)
 				}
-				if _, err := r.s.finish(c); err != nil {
+				if _, err := r.s.Finish(c); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -1,4 +1,4 @@
-package brokerd
+package notes
 
 import (
 	"errors"
@@ -22,11 +22,15 @@ import (
 // so that what a test prepared is older than the next call.
 const testSlack = 20 * time.Millisecond
 
+// memoryMount is where a sandbox sees memory/ (brokerd mounts it there);
+// the labels go by the host paths only.
+const memoryMount = "/memory"
+
 type labelRig struct {
 	t      testing.TB
 	home   string
 	memory string
-	s      *noteLabels
+	s      *Store
 }
 
 func newLabelRig(t testing.TB) *labelRig {
@@ -43,7 +47,7 @@ func newLabelRig(t testing.TB) *labelRig {
 // open (re)opens the store, as a brokerd start does.
 func (r *labelRig) open() {
 	r.t.Helper()
-	s, err := openNoteLabels(r.memory, filepath.Join(r.home, "broker", "notes"), time.Now, log.New(io.Discard, "", 0))
+	s, err := Open(r.memory, filepath.Join(r.home, "broker", "notes"), time.Now, log.New(io.Discard, "", 0))
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -72,22 +76,22 @@ func (r *labelRig) mount(rel string, writable bool) sandbox.Mount {
 	return sandbox.Mount{Host: real, Path: filepath.Join(memoryMount, rel), Writable: writable}
 }
 
-func writerAt(session string, call wire.CallID, t taintLabel) noteWriter {
+func writerAt(session string, call wire.CallID, t Label) Writer {
 	id, _ := wire.ParseSessionID(session)
-	return noteWriter{session: id, call: call, base: func() (taintLabel, error) { return t, nil }}
+	return Writer{Session: id, Call: call, Base: func() (Label, error) { return t, nil }}
 }
 
 // call runs one call that had mounts, with act as its sandbox's work.
-func (r *labelRig) call(who noteWriter, act func(), mounts ...sandbox.Mount) noteResult {
+func (r *labelRig) call(who Writer, act func(), mounts ...sandbox.Mount) Result {
 	r.t.Helper()
-	c, err := r.s.begin(mounts, who)
+	c, err := r.s.Begin(mounts, who)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	if act != nil {
 		act()
 	}
-	res, err := r.s.finish(c)
+	res, err := r.s.Finish(c)
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -105,8 +109,8 @@ func (r *labelRig) label(rel string) (wire.NoteLabel, bool) {
 }
 
 var (
-	privateTrusted  = taintLabel{class: wire.Private}
-	secretUntrusted = taintLabel{class: wire.Secret, untrusted: true}
+	privateTrusted  = Label{Class: wire.Private}
+	secretUntrusted = Label{Class: wire.Secret, Untrusted: true}
 )
 
 // Only what the call created or changed is labelled and hashed; the owner's
@@ -156,7 +160,7 @@ func TestLabelsAreDurableAndSurviveARestart(t *testing.T) {
 		t.Fatalf("after a restart: %+v %v", l, ok)
 	}
 	files, _ := filepath.Glob(filepath.Join(r.home, "broker", "notes", "labels", "*.json"))
-	if len(files) != 1 || filepath.Base(files[0]) != labelFile("notes/a.md") {
+	if len(files) != 1 || filepath.Base(files[0]) != LabelFile("notes/a.md") {
 		t.Fatalf("label files %v", files)
 	}
 	// A label file that does not parse stops the start: labels missing
@@ -164,7 +168,7 @@ func TestLabelsAreDurableAndSurviveARestart(t *testing.T) {
 	if err := os.WriteFile(files[0], []byte(`{"path":"notes/a.md"}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := openNoteLabels(r.memory, filepath.Join(r.home, "broker", "notes"), time.Now, log.New(io.Discard, "", 0)); err == nil {
+	if _, err := Open(r.memory, filepath.Join(r.home, "broker", "notes"), time.Now, log.New(io.Discard, "", 0)); err == nil {
 		t.Fatal("a broken label file was accepted")
 	}
 }
@@ -177,8 +181,8 @@ func TestAWriterIsAsHighAsWhatItCouldRead(t *testing.T) {
 	r.settle()
 	res := r.call(writerAt("b", 1, privateTrusted), func() { r.write("notes/s.md", "overwritten"); r.write("notes/t.md", "new") },
 		r.mount("notes", true))
-	if res.read != secretUntrusted {
-		t.Errorf("the writer read %+v, want secret untrusted", res.read)
+	if res.Read != secretUntrusted {
+		t.Errorf("the writer read %+v, want secret untrusted", res.Read)
 	}
 	for _, p := range []string{"notes/s.md", "notes/t.md"} {
 		if l, _ := r.label(p); l.Class != wire.Secret || !l.Untrusted || l.Session.String() != "b" {
@@ -202,7 +206,7 @@ func TestChangedOutsideKeepsItsLabelAndDeletedGoes(t *testing.T) {
 	if _, ok := r.label("notes/b.md"); ok {
 		t.Error("a deleted file kept its label")
 	}
-	if got := r.call(writerAt("x", 1, privateTrusted), nil, r.mount("notes/a.md", false)).read; got != secretUntrusted {
+	if got := r.call(writerAt("x", 1, privateTrusted), nil, r.mount("notes/a.md", false)).Read; got != secretUntrusted {
 		t.Errorf("a read of the changed file is %+v", got)
 	}
 }
@@ -257,22 +261,22 @@ func TestTheWalkNeverFollowsSymlinks(t *testing.T) {
 func TestAWalkOverItsLimitsLabelsTheFolder(t *testing.T) {
 	r := newLabelRig(t)
 	r.s.limits = walkLimits{files: 10, depth: 3}
-	c, err := r.s.begin([]sandbox.Mount{r.mount("notes", true)}, writerAt("w", 1, secretUntrusted))
+	c, err := r.s.Begin([]sandbox.Mount{r.mount("notes", true)}, writerAt("w", 1, secretUntrusted))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 20 {
 		r.write(fmt.Sprintf("notes/%d.md", i), "many")
 	}
-	res, err := r.s.finish(c)
-	if err != nil || !errors.Is(res.problem, errWalkLimit) {
-		t.Fatalf("finish: %v, problem %v", err, res.problem)
+	res, err := r.s.Finish(c)
+	if err != nil || !errors.Is(res.Problem, errWalkLimit) {
+		t.Fatalf("finish: %v, problem %v", err, res.Problem)
 	}
 	if l, ok := r.label("notes"); !ok || l.Class != wire.Secret || !l.Untrusted || l.SHA256 != nil {
 		t.Fatalf("folder label %+v %v", l, ok)
 	}
 	r.s.limits = defaultWalkLimits
-	if got := r.call(writerAt("x", 1, privateTrusted), nil, r.mount("notes/3.md", false)).read; got != secretUntrusted {
+	if got := r.call(writerAt("x", 1, privateTrusted), nil, r.mount("notes/3.md", false)).Read; got != secretUntrusted {
 		t.Errorf("a note under the folder label reads %+v", got)
 	}
 	r.s.limits = walkLimits{files: 100, depth: 2}
@@ -288,8 +292,8 @@ func TestAWalkOverItsLimitsLabelsTheFolder(t *testing.T) {
 func TestAnInterruptedWriterIsLabelledAtTheNextStart(t *testing.T) {
 	r := newLabelRig(t)
 	r.write("notes/old.md", "the owner's")
-	time.Sleep(noteSlack + 3*testSlack) // recovery runs inside open, at the default slack
-	if _, err := r.s.begin([]sandbox.Mount{r.mount("notes", true)}, writerAt("w", 3, secretUntrusted)); err != nil {
+	time.Sleep(Slack + 3*testSlack) // recovery runs inside open, at the default slack
+	if _, err := r.s.Begin([]sandbox.Mount{r.mount("notes", true)}, writerAt("w", 3, secretUntrusted)); err != nil {
 		t.Fatal(err)
 	}
 	r.write("notes/planted.md", "written as brokerd died")
@@ -309,21 +313,21 @@ func TestAnInterruptedWriterIsLabelledAtTheNextStart(t *testing.T) {
 // label, even before the writer's labels are on disk.
 func TestAReaderAlongsideAWriterTakesItsLabel(t *testing.T) {
 	r := newLabelRig(t)
-	w, err := r.s.begin([]sandbox.Mount{r.mount("notes", true)}, writerAt("w", 1, secretUntrusted))
+	w, err := r.s.Begin([]sandbox.Mount{r.mount("notes", true)}, writerAt("w", 1, secretUntrusted))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rd, err := r.s.begin([]sandbox.Mount{r.mount("notes", false)}, writerAt("r", 1, privateTrusted))
+	rd, err := r.s.Begin([]sandbox.Mount{r.mount("notes", false)}, writerAt("r", 1, privateTrusted))
 	if err != nil {
 		t.Fatal(err)
 	}
 	r.write("notes/x.md", "secret, being written")
-	if _, err := r.s.finish(w); err != nil {
+	if _, err := r.s.Finish(w); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.s.finish(rd)
-	if err != nil || res.read != secretUntrusted {
-		t.Errorf("the reader read %+v (%v), want the writer's label", res.read, err)
+	res, err := r.s.Finish(rd)
+	if err != nil || res.Read != secretUntrusted {
+		t.Errorf("the reader read %+v (%v), want the writer's label", res.Read, err)
 	}
 	if len(r.s.ended) != 0 || len(r.s.running) != 0 {
 		t.Errorf("calls kept after all ended: %d ended, %d running", len(r.s.ended), len(r.s.running))
@@ -335,7 +339,7 @@ func TestAReaderAlongsideAWriterTakesItsLabel(t *testing.T) {
 func TestANonUTF8NameLabelsTheFolder(t *testing.T) {
 	r := newLabelRig(t)
 	res := r.call(writerAt("w", 1, secretUntrusted), func() { r.write("notes/bad\xff.md", "x") }, r.mount("notes", true))
-	if res.problem == nil {
+	if res.Problem == nil {
 		t.Fatal("no problem reported")
 	}
 	if l, ok := r.label("notes"); !ok || l.Class != wire.Secret {
@@ -350,9 +354,9 @@ func closeFD(fd int) { os.NewFile(uintptr(fd), "").Close() }
 // file in turn, and the other labelled it with this one's lower estimate.
 func TestAWriterRaisesWhatAnotherLabelledWhileItRan(t *testing.T) {
 	r := newLabelRig(t)
-	rising := taintLabel{class: wire.Private}
+	rising := Label{Class: wire.Private}
 	sid, _ := wire.ParseSessionID("a")
-	a, err := r.s.begin([]sandbox.Mount{r.mount("notes", true)}, noteWriter{session: sid, call: 1, base: func() (taintLabel, error) { return rising, nil }})
+	a, err := r.s.Begin([]sandbox.Mount{r.mount("notes", true)}, Writer{Session: sid, Call: 1, Base: func() (Label, error) { return rising, nil }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +365,7 @@ func TestAWriterRaisesWhatAnotherLabelledWhileItRan(t *testing.T) {
 		t.Fatalf("b's label %+v", l)
 	}
 	rising = secretUntrusted // a's session read a secret meanwhile
-	if _, err := r.s.finish(a); err != nil {
+	if _, err := r.s.Finish(a); err != nil {
 		t.Fatal(err)
 	}
 	if l, _ := r.label("notes/x.md"); l.Class != wire.Secret || !l.Untrusted || l.Session.String() != "b" {

@@ -1,4 +1,4 @@
-package policy
+package jobs
 
 import (
 	"errors"
@@ -11,11 +11,13 @@ import (
 	"time"
 
 	toml "github.com/pelletier/go-toml/v2"
+
+	"boxmaker/policy"
 )
 
 const (
-	validJobsDir   = "../fixtures/jobs/valid/jobs"
-	invalidJobsDir = "../fixtures/jobs/invalid"
+	validJobsDir   = "../../fixtures/jobs/valid/jobs"
+	invalidJobsDir = "../../fixtures/jobs/invalid"
 )
 
 func loadValidJobs(t *testing.T) map[string]Job {
@@ -152,12 +154,12 @@ func TestLoadJobsSeparatesBadFiles(t *testing.T) {
 
 func TestJobIDFitsASessionID(t *testing.T) {
 	data := []byte("every = \"1h\"\nprompt = \"x\"\ndeliver = \"log\"\n")
-	long := strings.Repeat("a", MaxJobID)
+	long := strings.Repeat("a", policy.MaxJobID)
 	if _, err := ParseJob(long+".toml", data); err != nil {
-		t.Errorf("a %d-character id: %v", MaxJobID, err)
+		t.Errorf("a %d-character id: %v", policy.MaxJobID, err)
 	}
 	if _, err := ParseJob(long+"a.toml", data); err == nil || !strings.Contains(err.Error(), "session ids fit in 64") {
-		t.Errorf("a %d-character id: %v", MaxJobID+1, err)
+		t.Errorf("a %d-character id: %v", policy.MaxJobID+1, err)
 	}
 	if session := "job-" + long + "-20261201070000"; len(session) != 64 {
 		t.Errorf("the longest session id is %d characters", len(session))

@@ -1,11 +1,9 @@
-package policy
+package jobs
 
 import (
 	"fmt"
 	"strings"
 	"time"
-
-	"boxmaker/wire"
 )
 
 // Job is one job file, jobs/<id>.toml, parsed and checked (DESIGN.md
@@ -21,10 +19,6 @@ type Job struct {
 	maxTurn time.Duration // 0: none set
 	catchUp bool
 }
-
-// MaxJobID is the longest job id: brokerd's session ids for the job,
-// job-<id>-<yyyymmddhhmmss>, must fit in a wire.SessionID.
-const MaxJobID = wire.MaxSessionID - len("job-") - len("-20261201070000")
 
 // MaxJobPrompt is the longest prompt, in bytes: it travels in one frame
 // with the rest of a turn.
@@ -136,12 +130,4 @@ func (d Delivery) String() string {
 		return "mattermost:" + d.channel
 	}
 	return fmt.Sprintf("Delivery(%d)", d.kind)
-}
-
-// checkJobID keeps a job id a file stem and a part of a session id.
-func checkJobID(id string) error {
-	if id == "" || len(id) > MaxJobID || strings.Trim(id, "abcdefghijklmnopqrstuvwxyz0123456789-") != "" {
-		return fmt.Errorf("job id %q must be 1 to %d of [a-z0-9-], so that its session ids fit in %d characters", id, MaxJobID, wire.MaxSessionID)
-	}
-	return nil
 }

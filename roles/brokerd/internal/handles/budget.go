@@ -1,4 +1,4 @@
-package brokerd
+package handles
 
 import (
 	"crypto/sha256"
@@ -53,9 +53,9 @@ func contentHash(content string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// answerBits is the most one answer of type a can say, in whole bits: the
+// AnswerBits is the most one answer of type a can say, in whole bits: the
 // base-2 logarithm of how many values it may take, rounded up.
-func answerBits(a wire.InspectAnswer) uint64 {
+func AnswerBits(a wire.InspectAnswer) uint64 {
 	var values uint64
 	switch a := a.(type) {
 	case wire.AnswerBool:
@@ -78,12 +78,12 @@ func answerBits(a wire.InspectAnswer) uint64 {
 func (b *questionBudget) spend(q question, limits config.Inspect) error {
 	if b.DeclassifiedBits+q.declassifiedBits > uint64(limits.MaxDeclassifiedBits) {
 		return fmt.Errorf("%w: a declassified answer of this type takes %d bits, and the session has taken %d of its %d from data above the answer's class (inspect.max_declassified_bits)",
-			errHandleLimit, q.declassifiedBits, b.DeclassifiedBits, limits.MaxDeclassifiedBits)
+			ErrLimit, q.declassifiedBits, b.DeclassifiedBits, limits.MaxDeclassifiedBits)
 	}
 	for _, h := range q.hashes {
 		if b.asked(h) >= uint64(limits.MaxQuestions) {
 			return fmt.Errorf("%w: the content it reads has answered its %d questions in this session, whichever handle held it (inspect.max_questions)",
-				errHandleLimit, limits.MaxQuestions)
+				ErrLimit, limits.MaxQuestions)
 		}
 	}
 	for _, h := range q.hashes {

@@ -1,4 +1,4 @@
-package brokerd
+package notes
 
 import (
 	"crypto/sha256"
@@ -18,7 +18,7 @@ import (
 	"boxmaker/wire"
 )
 
-// noteLabels is brokerd's memory of who wrote what under memory/ (DESIGN.md
+// Store is brokerd's memory of who wrote what under memory/ (DESIGN.md
 // section 12): one label per file a tool call created or changed, kept in
 // broker/notes/labels/ (broker/ is never mounted), one file per label named
 // by the SHA-256 of its path. A label never falls by itself: only a later
@@ -31,12 +31,12 @@ import (
 // only when its stat differs from its label's (or its label's stat was
 // taken too soon after a change to be trusted, as git's racy-clean rule).
 // Everything else costs one fstatat. The sandbox cannot set a ctime.
-type noteLabels struct {
+type Store struct {
 	memory string // memory/ as configured
 	dir    string // broker/notes
 	log    *log.Logger
 	clock  func() time.Time // the times labels carry
-	slack  time.Duration    // ctime granularity allowance; see noteSlack
+	slack  time.Duration    // ctime granularity allowance; see Slack
 	limits walkLimits
 
 	mu      sync.Mutex
@@ -44,20 +44,20 @@ type noteLabels struct {
 	byInode map[inodeKey]string     // file labels by the inode they were taken of
 	broken  error                   // a label could not be written: no memory mounts until restart
 	ev      uint64                  // counts begin and finish, to order call windows
-	running map[*noteCall]bool      // calls with part of memory/ mounted, running now
-	ended   []*noteCall             // writers that ended while a running call ran
+	running map[*Call]bool          // calls with part of memory/ mounted, running now
+	ended   []*Call                 // writers that ended while a running call ran
 	walks   uint64                  // counts walks, to mark the labels each one saw
 	hashed  int                     // files hashed since start, for tests and benchmarks
 }
 
-// noteSlack is how much older than a call's start a ctime may be and still
+// Slack is how much older than a call's start a ctime may be and still
 // count as the call's: the kernel stamps ctime from a coarse clock (one
 // tick: 10 ms at HZ=100, the coarsest Linux has), so a write just after the
 // start may carry a stamp just before it. Ten ticks is generous; its cost
 // is that a file the owner changed in the 100 ms before a call is labelled
 // as that call's. A wall clock stepped back by more than this while a call
 // runs could hide a write from the walk.
-const noteSlack = 100 * time.Millisecond
+const Slack = 100 * time.Millisecond
 
 // storedLabel is one file of broker/notes/labels/.
 type storedLabel struct {
@@ -89,24 +89,26 @@ func (l *storedLabel) trusted(slack time.Duration) bool {
 	return l.Stat.CtimeNS+uint64(slack) < l.SeenNS
 }
 
-// taintLabel is a class and an untrusted flag, joined by max and or.
-type taintLabel struct {
-	class     wire.DataClass
-	untrusted bool
+// Label is a class and an untrusted flag, joined by max and or: what a
+// note is labelled with, and what a call that could read it takes on.
+type Label struct {
+	Class     wire.DataClass
+	Untrusted bool
 }
 
-func (a taintLabel) join(b taintLabel) taintLabel {
-	return taintLabel{class: max(a.class, b.class), untrusted: a.untrusted || b.untrusted}
+// Join is the higher of a and b in each half.
+func (a Label) Join(b Label) Label {
+	return Label{Class: max(a.Class, b.Class), Untrusted: a.Untrusted || b.Untrusted}
 }
 
-func taintOf(l wire.NoteLabel) taintLabel { return taintLabel{class: l.Class, untrusted: l.Untrusted} }
+func taintOf(l wire.NoteLabel) Label { return Label{Class: l.Class, Untrusted: l.Untrusted} }
 
-// openNoteLabels loads the labels under dir and finishes the calls a crash
+// Open loads the labels under dir and finishes the calls a crash
 // interrupted (see recoverPending). A label file that does not parse is an
 // error: brokerd does not start with labels missing, which would read lower.
-func openNoteLabels(memory, dir string, clock func() time.Time, lg *log.Logger) (*noteLabels, error) {
-	s := &noteLabels{memory: memory, dir: dir, log: lg, clock: clock, slack: noteSlack, limits: defaultWalkLimits,
-		labels: map[string]*storedLabel{}, byInode: map[inodeKey]string{}, running: map[*noteCall]bool{}}
+func Open(memory, dir string, clock func() time.Time, lg *log.Logger) (*Store, error) {
+	s := &Store{memory: memory, dir: dir, log: lg, clock: clock, slack: Slack, limits: defaultWalkLimits,
+		labels: map[string]*storedLabel{}, byInode: map[inodeKey]string{}, running: map[*Call]bool{}}
 	for _, d := range []string{s.labelDir(), s.pendingDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
 			return nil, err
@@ -133,17 +135,17 @@ func openNoteLabels(memory, dir string, clock func() time.Time, lg *log.Logger) 
 	return s, nil
 }
 
-func (s *noteLabels) labelDir() string   { return filepath.Join(s.dir, "labels") }
-func (s *noteLabels) pendingDir() string { return filepath.Join(s.dir, "pending") }
+func (s *Store) labelDir() string   { return filepath.Join(s.dir, "labels") }
+func (s *Store) pendingDir() string { return filepath.Join(s.dir, "pending") }
 
-// labelFile names a path's label file: the SHA-256 of the path, so that no
+// LabelFile names a path's label file: the SHA-256 of the path, so that no
 // path (however long or odd) makes an odd file name.
-func labelFile(p string) string {
+func LabelFile(p string) string {
 	sum := sha256.Sum256([]byte(p))
 	return hex.EncodeToString(sum[:]) + ".json"
 }
 
-func (s *noteLabels) readLabel(name string) (*storedLabel, error) {
+func (s *Store) readLabel(name string) (*storedLabel, error) {
 	file := filepath.Join(s.labelDir(), name)
 	data, err := os.ReadFile(file)
 	if err != nil {
@@ -153,7 +155,7 @@ func (s *noteLabels) readLabel(name string) (*storedLabel, error) {
 	if err := wire.Unmarshal(data, &l); err != nil {
 		return nil, fmt.Errorf("note label %s: %w", file, err)
 	}
-	if clean, err := cleanNotePath(l.Path); err != nil || clean != l.Path || labelFile(l.Path) != name {
+	if clean, err := cleanNotePath(l.Path); err != nil || clean != l.Path || LabelFile(l.Path) != name {
 		return nil, fmt.Errorf("note label %s: its path %q does not belong in this file", file, l.Path)
 	}
 	if (l.Label.SHA256 == nil) != l.Folder {
@@ -163,7 +165,7 @@ func (s *noteLabels) readLabel(name string) (*storedLabel, error) {
 }
 
 // index puts l in memory; the caller has made it durable or read it from disk.
-func (s *noteLabels) index(l *storedLabel) {
+func (s *Store) index(l *storedLabel) {
 	if old, ok := s.labels[l.Path]; ok {
 		s.unindex(old)
 	}
@@ -173,7 +175,7 @@ func (s *noteLabels) index(l *storedLabel) {
 	}
 }
 
-func (s *noteLabels) unindex(l *storedLabel) {
+func (s *Store) unindex(l *storedLabel) {
 	delete(s.labels, l.Path)
 	if p, ok := s.byInode[l.Stat.inode()]; ok && p == l.Path && !l.Folder {
 		delete(s.byInode, l.Stat.inode())
@@ -192,7 +194,7 @@ type labelChanges struct {
 // the directory is fsynced once at the end, before anything is answered.
 // A failure leaves brokerd refusing memory mounts (broken) until a restart
 // redoes the walk from the pending record the caller still holds.
-func (s *noteLabels) commit(c labelChanges) error {
+func (s *Store) commit(c labelChanges) error {
 	if len(c.put) == 0 && len(c.drop) == 0 {
 		return nil
 	}
@@ -202,12 +204,12 @@ func (s *noteLabels) commit(c labelChanges) error {
 			if err != nil {
 				return err
 			}
-			if err := writeSynced(s.labelDir(), labelFile(l.Path), data); err != nil {
+			if err := writeSynced(s.labelDir(), LabelFile(l.Path), data); err != nil {
 				return err
 			}
 		}
 		for _, p := range c.drop {
-			if err := os.Remove(filepath.Join(s.labelDir(), labelFile(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			if err := os.Remove(filepath.Join(s.labelDir(), LabelFile(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return err
 			}
 		}
@@ -262,14 +264,14 @@ func under(dir, p string) bool {
 func overlap(a, b string) bool { return under(a, b) || under(b, a) }
 
 // readTaint is the join of every label a sandbox that mounted paths could
-// read: each file label at or below a path, and each folder label that
+// Read: each file label at or below a path, and each folder label that
 // holds one. The caller holds s.mu.
-func (s *noteLabels) readTaint(paths []string) taintLabel {
-	var t taintLabel
+func (s *Store) readTaint(paths []string) Label {
+	var t Label
 	for _, l := range s.labels {
 		for _, p := range paths {
 			if under(p, l.Path) || l.Folder && under(l.Path, p) {
-				t = t.join(taintOf(l.Label))
+				t = t.Join(taintOf(l.Label))
 				break
 			}
 		}
@@ -279,7 +281,7 @@ func (s *noteLabels) readTaint(paths []string) taintLabel {
 
 // labelFor is the label a file is shown with: its own, or the nearest
 // folder label above it. The caller holds s.mu.
-func (s *noteLabels) labelFor(p string) (*storedLabel, bool) {
+func (s *Store) labelFor(p string) (*storedLabel, bool) {
 	if l, ok := s.labels[p]; ok {
 		return l, true
 	}
@@ -291,4 +293,9 @@ func (s *noteLabels) labelFor(p string) (*storedLabel, bool) {
 			return nil, false
 		}
 	}
+}
+
+// within reports whether path is dir or lies below it, for host paths.
+func within(dir, path string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }
