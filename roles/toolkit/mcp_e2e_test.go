@@ -79,20 +79,11 @@ func (r *mcpRun) call(tool string, args map[string]any) string {
 	}
 }
 
-// mcpTools is tools/mcp, read-only in the sandbox: Node.js 22 and the
+// mcpTools is what scripts/mcp-deps.sh installed, read-only in the sandbox: Node.js 22 and the
 // reference servers.
 func mcpTools(t *testing.T) (require.MCPServers, sandbox.Mount) {
 	s := require.MCP(t, "../..")
-	dir, _ := filepath.Abs("../../tools/mcp")
-	real, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Node = strings.Replace(s.Node, dir, real, 1)
-	s.Filesystem = strings.Replace(s.Filesystem, dir, real, 1)
-	s.Everything = strings.Replace(s.Everything, dir, real, 1)
-	s.Memory = strings.Replace(s.Memory, dir, real, 1)
-	return s, sandbox.Mount{Host: real, Path: real}
+	return s, sandbox.Mount{Host: s.Dir, Path: s.Dir}
 }
 
 func TestMCPReferenceServersInTheSandbox(t *testing.T) {
