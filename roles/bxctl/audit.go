@@ -75,8 +75,12 @@ func witnessFlag() cli.Flag {
 	return &cli.StringFlag{Name: "witness", Usage: "the witness's directory (default: witness/ beside the audit directory)"}
 }
 
-// auditDir is the DIR argument, else the home's audit/.
+// auditDir is the DIR argument, else the home's audit/. A DIR needs no
+// home: a copy of the log checked elsewhere (witnessKeepsUp leaves it be).
 func auditDir(cmd *cli.Command) (string, error) {
+	if cmd.Args().Present() {
+		return dirArg(cmd, "")
+	}
 	paths, err := pathsOf(cmd)
 	if err != nil {
 		return "", err

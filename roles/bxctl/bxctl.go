@@ -7,6 +7,7 @@ func Command() *cli.Command {
 	return &cli.Command{
 		Name:     "bxctl",
 		Usage:    "the owner's command line (its commands also work as `boxmaker <command>`)",
+		Flags:    homeFlags(), // `bxctl --home DIR COMMAND`, as `boxmaker --home DIR COMMAND`
 		Commands: Commands(),
 	}
 }
@@ -39,6 +40,6 @@ var categories = map[string]string{
 	"chat": "chat and approvals", "approvals": "chat and approvals", "approve": "chat and approvals", "deny": "chat and approvals",
 	"init": "setup and running", "up": "setup and running", "status": "setup and running", "install": "setup and running",
 	"sessions": "records", "notes": "records", "handles": "records",
-	"jobs": "records", "audit": "records",
+	"jobs": "records", "audit": "records", "mcp": "setup and running",
 	"grants": "checks", "wire": "checks",
 }
