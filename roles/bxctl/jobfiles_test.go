@@ -18,7 +18,10 @@ func jobsHome(t *testing.T) string {
 	t.Helper()
 	home := t.TempDir()
 	copyFixtures(t, fixtures+"/jobs/valid/jobs", filepath.Join(home, "etc", "jobs"), nil)
-	ts := func(d time.Duration) wire.Timestamp { v, _ := wire.TimestampOf(time.Now().Add(d).Truncate(time.Millisecond)); return v }
+	ts := func(d time.Duration) wire.Timestamp {
+		v, _ := wire.TimestampOf(time.Now().Add(d).Truncate(time.Millisecond))
+		return v
+	}
 	session, _ := wire.ParseSessionID("job-morning-news-20261201-060000")
 	session2, _ := wire.ParseSessionID("job-morning-news-20261202-060000")
 	ended := ts(-47 * time.Hour)
