@@ -184,16 +184,23 @@ func joinsPairDir(call *ast.CallExpr) bool {
 	return ok && ds.Sel.Name == "Dir"
 }
 
-// madeOnlyIn says which package alone builds a value of a type: the home
-// of the concern it belongs to.
+// madeOnlyIn says which package alone builds a value of a type (a
+// composite literal) or calls a maker function: the home of the concern it
+// belongs to.
 var madeOnlyIn = map[string]string{
 	// A handle's content reaches a decision only from the store that keeps
 	// it for its session.
 	"policy.HandleValue": "roles/brokerd/internal/handles",
+	// A job's run, and the session that gives a job's grants, are minted
+	// only by brokerd's record of runs.
+	"wire.JobRun":     "roles/brokerd/internal/jobruns",
+	"jobs.JobSession": "roles/brokerd/internal/jobruns",
 }
 
 // checkMadeOnlyIn: production code outside a type's home builds no value
-// of it (a composite literal), so that the concern stays in its room.
+// of it, and calls no maker outside its home, so that the concern stays in
+// its room. Names are matched as written (qualifier.Name), without type
+// information.
 func checkMadeOnlyIn(files []goFile) []string {
 	var bad []string
 	for _, f := range files {
@@ -201,26 +208,37 @@ func checkMadeOnlyIn(files []goFile) []string {
 			continue
 		}
 		ast.Inspect(f.ast, func(n ast.Node) bool {
-			lit, ok := n.(*ast.CompositeLit)
-			if !ok {
+			var expr ast.Expr
+			verb := "builds a"
+			switch n := n.(type) {
+			case *ast.CompositeLit:
+				expr = n.Type
+			case *ast.CallExpr:
+				expr, verb = n.Fun, "calls"
+			default:
 				return true
 			}
-			sel, ok := lit.Type.(*ast.SelectorExpr)
-			if !ok {
-				return true
-			}
-			x, ok := sel.X.(*ast.Ident)
-			if !ok {
-				return true
-			}
-			name := x.Name + "." + sel.Sel.Name
+			name := qualified(expr)
 			if home, ok := madeOnlyIn[name]; ok && f.pkgDir != home {
-				bad = append(bad, fmt.Sprintf("%s:%d: builds a %s; only %s does", f.path, f.fset.Position(lit.Pos()).Line, name, home))
+				bad = append(bad, fmt.Sprintf("%s:%d: %s %s; only %s does", f.path, f.fset.Position(n.Pos()).Line, verb, name, home))
 			}
 			return true
 		})
 	}
 	return bad
+}
+
+// qualified is e as qualifier.Name, or "" for any other expression.
+func qualified(e ast.Expr) string {
+	sel, ok := e.(*ast.SelectorExpr)
+	if !ok {
+		return ""
+	}
+	x, ok := sel.X.(*ast.Ident)
+	if !ok {
+		return ""
+	}
+	return x.Name + "." + sel.Sel.Name
 }
 
 // checkPeerChecks: a gate's peer check comes from the role table, and a

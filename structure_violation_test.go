@@ -188,8 +188,13 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/brokerd/call.go":               "package brokerd\nvar _ = policy.HandleValue{Content: \"x\"}\n",
 			"roles/brokerd/internal/handles/s.go": "package handles\nvar _ = policy.HandleValue{}\n",
 			"roles/brokerd/call_test.go":          "package brokerd\nvar _ = policy.HandleValue{}\n",
+			"roles/brokerd/jobadmin.go":           "package brokerd\nvar _ = wire.JobRun{Outcome: wire.RunRunning}\n",
+			"roles/brokerd/jobstart.go":           "package brokerd\nvar _, _ = jobs.JobSession(\"j\", now, true)\n",
+			"roles/brokerd/internal/jobruns/r.go": "package jobruns\nvar _ = wire.JobRun{}\nvar _, _ = jobs.JobSession(\"j\", now, false)\n",
 		}, []string{
 			"roles/brokerd/call.go:2: builds a policy.HandleValue; only roles/brokerd/internal/handles does",
+			"roles/brokerd/jobadmin.go:2: builds a wire.JobRun; only roles/brokerd/internal/jobruns does",
+			"roles/brokerd/jobstart.go:2: calls jobs.JobSession; only roles/brokerd/internal/jobruns does",
 		}},
 		{"peer checks", map[string]string{
 			"roles/witnessd/witnessd.go":       "package witnessd\nfunc f(gate *S, allow func()) { gate.AllowPeer = allow }\n",

@@ -51,16 +51,19 @@ func TestPaddedArgumentsAreShownCanonically(t *testing.T) {
 
 func waitForPending(t *testing.T, h *home) wire.Approval {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+	var first wire.Approval
+	poll.Within(t, 15*time.Second, "an approval to appear", func() bool {
 		res, _, err := h.call("bxctl", wire.ApprovalList{})
-		if err == nil {
-			if list := res.(wire.ApprovalListResult).Approvals; len(list) > 0 {
-				return list[0]
-			}
+		if err != nil {
+			return false
 		}
-	}
-	t.Fatalf("no approval appeared\n%s", h.log)
-	return wire.Approval{}
+		list := res.(wire.ApprovalListResult).Approvals
+		if len(list) > 0 {
+			first = list[0]
+		}
+		return len(list) > 0
+	})
+	return first
 }
 
 // A caller that hangs up takes its pending approval with it: it is listed
@@ -77,14 +80,10 @@ func TestApprovalWithdrawnWhenCallerLeaves(t *testing.T) {
 	a := waitForPending(t, h)
 	cancel()
 	c.Close()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if out, _ := h.bxctl("approvals"); out == "no pending approvals" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the approval is still listed after its caller left\n%s", h.log)
-		}
-	}
+	poll.Until(t, "the approval to leave the list once its caller left", func() bool {
+		out, _ := h.bxctl("approvals")
+		return out == "no pending approvals"
+	})
 	if out, err := h.bxctl("approve", a.Approval); err == nil || !strings.Contains(out, "no pending approval") {
 		t.Fatalf("approving the withdrawn %s: %v %q", a.Approval, err, out)
 	}
@@ -106,15 +105,11 @@ func TestPendingApprovalsAreBounded(t *testing.T) {
 	for i := range 2 {
 		go h.call("loopd", wire.ToolRequest{Session: sessionID(t, "s1"), Call: wire.CallID(i + 1), Tool: "shell", Arguments: `{"command":"printf wait"}`})
 	}
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	poll.Within(t, 15*time.Second, "two approvals to appear", func() bool {
 		res, _, _ := h.call("bxctl", wire.ApprovalList{})
-		if l, ok := res.(wire.ApprovalListResult); ok && len(l.Approvals) == 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("two approvals did not appear\n%s", h.log)
-		}
-	}
+		l, ok := res.(wire.ApprovalListResult)
+		return ok && len(l.Approvals) == 2
+	})
 	got := h.toolCall("s2", "shell", `{"command":"printf third"}`)
 	if f, ok := got.(wire.Failed); !ok || !strings.Contains(f.Message, "not asked") || !strings.Contains(f.Message, "limit 2") {
 		t.Fatalf("a third ask gave %#v, want failed: not asked (limit 2)", got)

@@ -9,6 +9,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles/brokerd/internal/handles"
+	"boxmaker/roles/brokerd/internal/jobruns"
 	"boxmaker/roles/internal/config"
 	"boxmaker/wire"
 )
@@ -26,9 +27,9 @@ type broker struct {
 	handles   *handles.Store // results kept as handles (internal/handles)
 	approvals *approvals
 	runner    *runner
-	jobRuns   *jobRuns    // the job sessions brokerd minted (jobruns.go)
-	fatal     func(error) // stops brokerd: the audit log can no longer be written
-	gateway   bool        // offer approvals to gatewayd ([gateway] is configured)
+	jobRuns   *jobruns.Runs // the job sessions brokerd minted (internal/jobruns)
+	fatal     func(error)   // stops brokerd: the audit log can no longer be written
+	gateway   bool          // offer approvals to gatewayd ([gateway] is configured)
 	// secretApprovals: approvals of calls in sessions above private may be
 	// offered to gatewayd too (gateway.secret_approvals).
 	secretApprovals bool

@@ -15,6 +15,7 @@ import (
 	"boxmaker/policy"
 	"boxmaker/roles"
 	"boxmaker/roles/brokerd/internal/handles"
+	"boxmaker/roles/brokerd/internal/jobruns"
 	"boxmaker/roles/brokerd/internal/notes"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
@@ -107,7 +108,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if b.handles, err = handles.Open(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
 		return nil, err
 	}
-	if b.jobRuns, err = openJobRuns(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {
+	if b.jobRuns, err = jobruns.Open(opts.Paths.Join("broker", "jobs"), opts.Clock()); err != nil {
 		return nil, err
 	}
 	if b.runner.notes, err = notes.Open(opts.Paths.Join("memory"), opts.Paths.Join("broker", "notes"), opts.Clock, opts.Log); err != nil {

@@ -1,6 +1,7 @@
 package brokerd
 
 import (
+	"boxmaker/fixtures/poll"
 	"context"
 	"os"
 	"os/exec"
@@ -106,19 +107,14 @@ func (h *home) start() {
 		h.t.Fatal(err)
 	}
 	h.t.Cleanup(h.stop)
-	deadline := time.Now().Add(15 * time.Second)
 	for _, client := range []string{"loopd", "bxctl"} {
-		for {
+		poll.Within(h.t, 15*time.Second, "brokerd to serve "+client+"'s socket", func() bool {
 			c, err := sock.Dial(h.socket(client))
 			if err == nil {
 				c.Close()
-				break
 			}
-			if time.Now().After(deadline) {
-				h.t.Fatalf("brokerd did not start: %v\n%s", err, h.log)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return err == nil
+		})
 	}
 }
 
@@ -134,15 +130,13 @@ func (h *home) startEgress() {
 	}
 	h.t.Cleanup(func() { h.egress.Process.Kill(); h.egress.Wait() })
 	path := filepath.Join(h.dir, "run", "brokerd-egressd", "egress.sock")
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := sock.Dial(path); err == nil {
+	poll.Within(h.t, 15*time.Second, "egressd to serve egress.sock", func() bool {
+		c, err := sock.Dial(path)
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			h.t.Fatalf("egressd did not start\n%s", &log)
-		}
-	}
+		return err == nil
+	})
 }
 
 // stop ends brokerd with SIGKILL, as a crash would.

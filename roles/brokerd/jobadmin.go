@@ -1,17 +1,23 @@
 package brokerd
 
 import (
-	"maps"
-	"slices"
-	"time"
+	"fmt"
 
+	"boxmaker/policy"
 	"boxmaker/policy/jobs"
+	"boxmaker/roles/brokerd/internal/jobruns"
 	"boxmaker/wire"
 )
 
-// The job kinds other than job_start: job_list for loopd's scheduler and
-// the owner, job_show and job_run (the owner's trigger) on the admin
-// socket, job_done from loopd.
+// brokerd's side of the job kinds (DESIGN.md section 13): the job files it
+// reads, the audit record of a start and the log. The runs themselves are
+// roles/brokerd/internal/jobruns'.
+
+// jobStartTool is the tool a run's audit record names: the audit record has
+// no kind of its own for it, so a start is recorded as a decision on this
+// pseudo-tool in the minted session, with no grant: allowed for a due run,
+// approved by the owner for the owner's.
+const jobStartTool = "job_start"
 
 // loadJobs reads jobs/ as it is now, by id. A file that does not parse is
 // left out (fail closed: no run, no first-seen time) and why is logged once.
@@ -31,64 +37,68 @@ func (b *broker) loadJobs() map[string]jobs.Job {
 	return out
 }
 
+// grantsIn is the grants that may decide a call in session: those of every
+// session, and a job's own while the session is that job's running run, by
+// brokerd's record alone (policy.GrantsForJob).
+func (b *broker) grantsIn(session wire.SessionID) []policy.Grant {
+	return policy.GrantsForJob(b.grants(), b.jobRuns.JobOf(session, b.clock()))
+}
+
+// jobStart answers loopd's job_start: a session only for a job that exists
+// and whose run jobruns mints. The run is durable, then audited, before the
+// session is answered.
+func (b *broker) jobStart(m wire.JobStart) (wire.Message, error) {
+	now := b.clock()
+	job, ok := b.loadJobs()[m.Job]
+	if !ok {
+		return b.refuseJob(m.Job, "no valid job file jobs/"+m.Job+".toml"), nil
+	}
+	run, why, err := b.jobRuns.Start(job, m.Trigger, now, func(s jobruns.Started) error { return b.auditJobStart(m.Job, s) })
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		return b.refuseJob(m.Job, why), nil
+	}
+	b.log.Printf("job %s: %s run for %s started as session %s, until %s", m.Job, run.Trigger, run.Scheduled, run.Session, run.Deadline)
+	return wire.JobStarted{Job: m.Job, Session: run.Session, Trigger: run.Trigger, Scheduled: run.Scheduled, Deadline: run.Deadline}, nil
+}
+
+func (b *broker) refuseJob(job, why string) wire.JobRefused {
+	b.log.Printf("job %s: refused: %s", job, why)
+	return wire.JobRefused{Job: job, Reason: why}
+}
+
+// auditJobStart writes the start to the audit log and returns once it is
+// durable; like any decision, the session is answered only after. jobruns
+// calls it with its record's lock held, so no other job kind sees the run
+// before the log holds it.
+func (b *broker) auditJobStart(job string, s jobruns.Started) error {
+	args, err := wire.Marshal(&struct {
+		Job       string          `json:"job"`
+		Trigger   wire.RunTrigger `json:"trigger"`
+		Scheduled wire.Timestamp  `json:"scheduled"`
+		Deadline  wire.Timestamp  `json:"deadline"`
+	}{job, s.Run.Trigger, s.Run.Scheduled, s.Run.Deadline})
+	if err != nil {
+		return err
+	}
+	var dec wire.DecisionRecord = wire.DecisionAllowed{Grant: ""}
+	if s.Approver != "" {
+		dec = wire.DecisionApproved{Grant: "", Approver: s.Approver}
+	}
+	_, err = b.audit.Append(wire.AuditRecord{Session: s.Run.Session, Call: 0, Tool: jobStartTool,
+		Arguments: string(args), SessionTaint: wire.Private, Decision: dec})
+	if err != nil {
+		b.fatal(fmt.Errorf("audit log: %w", err))
+	}
+	return err
+}
+
 // jobList answers job_list: every valid job, by id, as brokerd will run it.
-// Listing records the first-seen time of a job new to brokerd, so that
-// loopd's look each minute starts an every job's count.
 func (b *broker) jobList() (wire.JobListResult, error) {
 	now := b.clock()
-	byID := b.loadJobs()
-	ids := slices.Sorted(maps.Keys(byID))
-	r := b.jobRuns
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	res := wire.JobListResult{Jobs: []wire.JobInfo{}}
-	for _, id := range ids {
-		rec, err := r.record(id, now)
-		if err != nil {
-			return wire.JobListResult{}, err
-		}
-		res.Jobs = append(res.Jobs, r.info(byID[id], rec, now))
-	}
-	return res, nil
-}
-
-// info is a job as job_list shows it. Next is a due time not yet started
-// while it may still start (within dueGrace), else the next due time.
-//
-// Called with r.mu held.
-func (r *jobRuns) info(job jobs.Job, rec *jobRecord, now time.Time) wire.JobInfo {
-	info := wire.JobInfo{Job: job.ID(), Schedule: job.Schedule(), TimeZone: zoneName(job), Deliver: job.Deliver().String(),
-		MaxTurn: jobs.DurationText(job.TurnLimit()), CatchUp: job.CatchUp()}
-	firstSeen := rec.FirstSeen.Time()
-	after := latest(firstSeen, now.Add(-dueGrace))
-	if rec.LastDue != nil {
-		after = latest(after, rec.LastDue.Time())
-	}
-	next, due := job.Last(firstSeen, after, now)
-	if !due {
-		next = job.Next(firstSeen, now)
-	}
-	if !next.IsZero() {
-		n := ts(next)
-		info.Next = &n
-	}
-	if t, ok := r.triggers[job.ID()]; ok && now.Before(t.expires) {
-		at := ts(t.at)
-		info.Triggered = &at
-	}
-	if last, ok := lastRun(rec); ok {
-		info.Last = &last
-	}
-	return info
-}
-
-// zoneName names the zone a cron job is read in: its IANA name, or "Local"
-// for the host's; "" for an every job, which counts real time.
-func zoneName(job jobs.Job) string {
-	if z := job.Zone(); z != nil {
-		return z.String()
-	}
-	return ""
+	return b.jobRuns.List(b.loadJobs(), now)
 }
 
 // jobShow answers job_show: the job, its prompt and its runs, newest first.
@@ -98,16 +108,11 @@ func (b *broker) jobShow(m wire.JobShow) (wire.Message, error) {
 	if !ok {
 		return wire.JobRefused{Job: m.Job, Reason: "no valid job file jobs/" + m.Job + ".toml"}, nil
 	}
-	r := b.jobRuns
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, err := r.record(m.Job, now)
+	res, err := b.jobRuns.Show(job, now)
 	if err != nil {
 		return nil, err
 	}
-	runs := slices.Clone(rec.Runs)
-	slices.Reverse(runs)
-	return wire.JobShowResult{Job: r.info(job, rec, now), Prompt: job.Prompt(), Runs: runs}, nil
+	return res, nil
 }
 
 // jobTrigger answers the owner's job_run: a trigger that loopd's next
@@ -119,37 +124,23 @@ func (b *broker) jobTrigger(m wire.JobRunNow, approver string) (wire.Message, er
 	if !ok {
 		return b.refuseJob(m.Job, "no valid job file jobs/"+m.Job+".toml"), nil
 	}
-	r := b.jobRuns
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	rec, err := r.record(m.Job, now)
+	res, why, made, err := b.jobRuns.Trigger(job, approver, now)
 	if err != nil {
 		return nil, err
 	}
-	if last, ok := lastRun(rec); ok && last.Outcome == wire.RunRunning {
-		return b.refuseJob(m.Job, "its run "+last.Session.String()+" is still running"), nil
+	if why != "" {
+		return b.refuseJob(m.Job, why), nil
 	}
-	t, pending := r.triggers[job.ID()]
-	if !pending || !now.Before(t.expires) {
-		at := now.Truncate(time.Second)
-		session, err := jobs.JobSession(job.ID(), at, true)
-		if err != nil {
-			return nil, err
-		}
-		if _, taken := r.bySession[session.String()]; taken {
-			return b.refuseJob(m.Job, "a run of it started this second; ask again"), nil
-		}
-		t = ownerTrigger{at: at, expires: now.Add(triggerTTL), approver: approver}
-		r.triggers[job.ID()] = t
-		b.log.Printf("job %s: the owner (%s) asked for a run; loopd may start it until %s", m.Job, approver, ts(t.expires))
+	if made {
+		b.log.Printf("job %s: the owner (%s) asked for a run; loopd may start it until %s", m.Job, approver, res.Expires)
 	}
-	return wire.JobTriggered{Job: m.Job, At: ts(t.at), Expires: ts(t.expires)}, nil
+	return res, nil
 }
 
 // jobDone records loopd's word on how a run ended.
 func (b *broker) jobDone(m wire.JobDone) (wire.Message, error) {
-	res, err := b.jobRuns.done(m, b.clock())
-	if err == errNoRun {
+	res, err := b.jobRuns.Done(m, b.clock())
+	if err == jobruns.ErrNoRun {
 		return wire.JobRefused{Job: "", Reason: "session " + m.Session.String() + " is no run brokerd started"}, nil
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package brokerd
 
 import (
+	"boxmaker/fixtures/poll"
 	"bytes"
 	"context"
 	"log"
@@ -67,19 +68,14 @@ func startInProcess(h *home, clock *fakeClock) *inProcess {
 		})
 	}
 	h.t.Cleanup(p.stop)
-	deadline := time.Now().Add(15 * time.Second)
 	for _, client := range []string{"loopd", "bxctl"} {
-		for {
+		poll.Within(h.t, 15*time.Second, "brokerd to serve "+client+"'s socket", func() bool {
 			c, err := sock.Dial(h.socket(client))
 			if err == nil {
 				c.Close()
-				break
 			}
-			if time.Now().After(deadline) {
-				h.t.Fatalf("brokerd did not start: %v\n%s", err, h.log)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+			return err == nil
+		})
 	}
 	return p
 }

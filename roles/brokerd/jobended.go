@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"boxmaker/policy/jobs"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -35,7 +34,7 @@ func (b *broker) tellJobEnded(session wire.SessionID) {
 	if !b.gateway {
 		return
 	}
-	end, ok := b.jobEnd(session, b.loadJobs())
+	end, ok := b.jobRuns.Ended(session, b.loadJobs())
 	if !ok {
 		return
 	}
@@ -49,27 +48,6 @@ func (b *broker) tellJobEnded(session wire.SessionID) {
 	}
 	b.log.Printf("session %s: gatewayd was not told the run ended (%v); trying again for %s", session, err, jobEndedRetryFor)
 	go b.retryJobEnded(path, end)
-}
-
-// jobEnd is the job_ended of session's run: a run brokerd minted, ended,
-// of a job in byID that delivers to Mattermost, not told of yet.
-func (b *broker) jobEnd(session wire.SessionID, byID map[string]jobs.Job) (wire.JobEnded, bool) {
-	r := b.jobRuns
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	id, ok := r.bySession[session.String()]
-	job, known := byID[id]
-	if !ok || !known || job.Deliver().Kind() == jobs.DeliverLog || r.told[session.String()] {
-		return wire.JobEnded{}, false
-	}
-	for _, run := range r.jobs[id].Runs {
-		if run.Session == session && run.Outcome != wire.RunRunning {
-			r.told[session.String()] = true
-			return wire.JobEnded{Job: id, Session: session, Trigger: run.Trigger, Scheduled: run.Scheduled,
-				TimeZone: zoneName(job), To: job.Deliver().String(), Outcome: run.Outcome}, true
-		}
-	}
-	return wire.JobEnded{}, false
 }
 
 func (b *broker) retryJobEnded(path string, end wire.JobEnded) {

@@ -1,13 +1,13 @@
 package brokerd
 
 import (
+	"boxmaker/fixtures/poll"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"boxmaker/fixtures/require"
 )
@@ -35,9 +35,7 @@ func TestWrongUIDIsRefusedPastPermissions(t *testing.T) {
 		t.Fatalf("nobody's approvals: %v\n%s", err, out)
 	}
 	// brokerd's log reaches h.log through a pipe: it may trail the answer.
-	for deadline := time.Now().Add(10 * time.Second); !strings.Contains(h.log.String(), "refused a connection from uid 65534"); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("brokerd did not log the refusal:\n%s", h.log)
-		}
-	}
+	poll.Until(t, "brokerd to log the refusal", func() bool {
+		return strings.Contains(h.log.String(), "refused a connection from uid 65534")
+	})
 }

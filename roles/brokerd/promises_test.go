@@ -173,17 +173,7 @@ func TestOwnerApproves(t *testing.T) {
 
 func waitForApproval(t *testing.T, h *home) string {
 	t.Helper()
-	for range 300 {
-		res, _, err := h.call("bxctl", wire.ApprovalList{})
-		if err == nil {
-			if list := res.(wire.ApprovalListResult).Approvals; len(list) > 0 {
-				return list[0].Approval
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	t.Fatal("no approval appeared")
-	return ""
+	return waitForPending(t, h).Approval
 }
 
 func TestOwnerRefuses(t *testing.T) {

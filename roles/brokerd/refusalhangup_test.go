@@ -1,6 +1,7 @@
 package brokerd
 
 import (
+	"boxmaker/fixtures/poll"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -58,23 +59,14 @@ func TestRefusalRacingTheHangupIsRecorded(t *testing.T) {
 		}
 		return out
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for len(missing()) > 0 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if m := missing(); len(m) > 0 {
-		t.Errorf("brokerd answered these calls' refusals but recorded nothing: %v\n%s", m, h.log)
-	}
+	poll.Until(t, "an audit record of every refusal brokerd answered", func() bool { return len(missing()) == 0 })
 	t.Logf("%d of %d refusals came before the hangup was seen", len(refused), rounds)
 }
 
 func waitForNoPending(t *testing.T, h *home) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+	poll.Within(t, 15*time.Second, "no approval pending", func() bool {
 		res, _, err := h.call("bxctl", wire.ApprovalList{})
-		if err == nil && len(res.(wire.ApprovalListResult).Approvals) == 0 {
-			return
-		}
-	}
-	t.Fatalf("an approval stayed pending\n%s", h.log)
+		return err == nil && len(res.(wire.ApprovalListResult).Approvals) == 0
+	})
 }

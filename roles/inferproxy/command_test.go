@@ -1,6 +1,7 @@
 package inferproxy
 
 import (
+	"boxmaker/fixtures/poll"
 	"context"
 	"errors"
 	"os"
@@ -57,14 +58,10 @@ func TestCommandServes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- runCommand(ctx, "--home", home) }()
 	socket := filepath.Join(home, "run", "loopd-inferproxy", "infer.sock")
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		if _, err := os.Stat(socket); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no socket after 5s")
-		}
-	}
+	poll.Within(t, 5*time.Second, "infer.sock to appear", func() bool {
+		_, err := os.Stat(socket)
+		return err == nil
+	})
 	c := unixClient(socket)
 	if e := roundTrip(t, c, newRequest(t, "GET", proxyURL("/props"), nil)); e.status != 200 || !strings.Contains(string(e.body), `"path":"/props"`) {
 		t.Errorf("through the command: %d %s", e.status, e.body)

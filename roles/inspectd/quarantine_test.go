@@ -1,6 +1,7 @@
 package inspectd
 
 import (
+	"boxmaker/fixtures/poll"
 	"context"
 	"log"
 	"net/http/httptest"
@@ -49,15 +50,14 @@ func startInspectd(t *testing.T, rules []llamadouble.Rule, slots, slot int) (str
 			t.Errorf("Main: %v", err)
 		}
 	})
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if c, err := sock.Dial(inspect); err == nil {
+	poll.Until(t, "the inspect socket to serve", func() bool {
+		c, err := sock.Dial(inspect)
+		if err == nil {
 			c.Close()
-			return inspect, model
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the inspect socket did not appear")
-		}
-	}
+		return err == nil
+	})
+	return inspect, model
 }
 
 func askInspect(t *testing.T, path string, q wire.InspectRequest) (wire.Message, error) {

@@ -1,4 +1,4 @@
-package brokerd
+package jobruns
 
 import (
 	"errors"
@@ -9,23 +9,23 @@ import (
 	"sync"
 	"time"
 
-	"boxmaker/policy"
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/wire"
 )
 
-// jobRuns is brokerd's own record of scheduled jobs (DESIGN.md section 13):
+// Runs is brokerd's own record of scheduled jobs (DESIGN.md section 13):
 // when it first saw each job, the latest due time it minted a run for, and
 // the runs, one file per job under broker/jobs/. It is the only thing that
 // gives a session a job's grants: a session is a job's while its run is
 // running, and loopd's naming of sessions counts for nothing.
-type jobRuns struct {
+type Runs struct {
 	dir string
 
 	mu        sync.Mutex
 	jobs      map[string]*jobRecord
 	bySession map[string]string // session -> job, for every run kept
 	triggers  map[string]ownerTrigger
-	told      map[string]bool // sessions whose end gatewayd was told of (jobended.go)
+	told      map[string]bool // sessions whose end gatewayd was told of (Ended)
 }
 
 // jobRecord is one job's file, broker/jobs/<id>.json.
@@ -52,15 +52,15 @@ type ownerTrigger struct {
 // which its deadline had ended long before.
 const keepRuns = 50
 
-// openJobRuns loads broker/jobs/. A run still running was cut short by the
+// Open loads broker/jobs/. A run still running was cut short by the
 // brokerd that stopped: it is recorded as interrupted now, so that its
 // session loses the job's grants (fail closed) and the run is never
 // started again (its due time stays taken).
-func openJobRuns(dir string, now time.Time) (*jobRuns, error) {
+func Open(dir string, now time.Time) (*Runs, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	r := &jobRuns{dir: dir, jobs: map[string]*jobRecord{}, bySession: map[string]string{}, triggers: map[string]ownerTrigger{}, told: map[string]bool{}}
+	r := &Runs{dir: dir, jobs: map[string]*jobRecord{}, bySession: map[string]string{}, triggers: map[string]ownerTrigger{}, told: map[string]bool{}}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
@@ -104,19 +104,19 @@ func readJobRecord(path, id string) (*jobRecord, error) {
 	return &rec, nil
 }
 
-// save writes rec durably (writeDurably: a temporary file made with
-// O_EXCL, fsync, rename, fsync of the directory).
-func (r *jobRuns) save(rec *jobRecord) error {
+// save writes rec durably (atomicfile.Write: a crash leaves the old or the
+// new content, never a mix).
+func (r *Runs) save(rec *jobRecord) error {
 	data, err := wire.Marshal(rec)
 	if err != nil {
 		return err
 	}
-	return writeDurably(filepath.Join(r.dir, rec.Job+".json"), data)
+	return atomicfile.Write(filepath.Join(r.dir, rec.Job+".json"), data, 0o600)
 }
 
 // interruptRunning ends rec's running runs as interrupted, and reports
 // whether it changed any.
-func (r *jobRuns) interruptRunning(rec *jobRecord, now time.Time, why string) bool {
+func (r *Runs) interruptRunning(rec *jobRecord, now time.Time, why string) bool {
 	changed := false
 	for i := range rec.Runs {
 		if rec.Runs[i].Outcome == wire.RunRunning {
@@ -154,7 +154,7 @@ func endRun(run *wire.JobRun, outcome wire.RunOutcome, detail string, at time.Ti
 // nothing before it is ever due.
 //
 // Called with r.mu held.
-func (r *jobRuns) record(id string, now time.Time) (*jobRecord, error) {
+func (r *Runs) record(id string, now time.Time) (*jobRecord, error) {
 	if rec, ok := r.jobs[id]; ok {
 		if expire(rec, now) {
 			return rec, r.save(rec)
@@ -173,10 +173,10 @@ func (r *jobRuns) record(id string, now time.Time) (*jobRecord, error) {
 	return rec, nil
 }
 
-// jobOf names the job whose running run the session is, or "" for every
+// JobOf names the job whose running run the session is, or "" for every
 // other session: a chat, a job's session after its run ended or its
 // deadline passed, or one merely named like a job's.
-func (r *jobRuns) jobOf(session wire.SessionID, now time.Time) string {
+func (r *Runs) JobOf(session wire.SessionID, now time.Time) string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, ok := r.bySession[session.String()]
@@ -194,7 +194,7 @@ func (r *jobRuns) jobOf(session wire.SessionID, now time.Time) string {
 // add records a new run durably, before anyone learns of its session.
 //
 // Called with r.mu held.
-func (r *jobRuns) add(rec *jobRecord, run wire.JobRun, due *wire.Timestamp) error {
+func (r *Runs) add(rec *jobRecord, run wire.JobRun, due *wire.Timestamp) error {
 	next := *rec
 	next.Runs = append(append([]wire.JobRun{}, rec.Runs...), run)
 	if len(next.Runs) > keepRuns {
@@ -215,17 +215,17 @@ func (r *jobRuns) add(rec *jobRecord, run wire.JobRun, due *wire.Timestamp) erro
 	return nil
 }
 
-// errNoRun answers a job_done for a session brokerd minted no run for.
-var errNoRun = errors.New("no run of a job has that session")
+// ErrNoRun answers a job_done for a session brokerd minted no run for.
+var ErrNoRun = errors.New("no run of a job has that session")
 
-// done records how loopd says a run ended. A run that already ended
+// Done records how loopd says a run ended. A run that already ended
 // (interrupted by a restart or its deadline) keeps that outcome.
-func (r *jobRuns) done(m wire.JobDone, now time.Time) (wire.JobRecorded, error) {
+func (r *Runs) Done(m wire.JobDone, now time.Time) (wire.JobRecorded, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	id, ok := r.bySession[m.Session.String()]
 	if !ok {
-		return wire.JobRecorded{}, errNoRun
+		return wire.JobRecorded{}, ErrNoRun
 	}
 	rec := r.jobs[id]
 	expire(rec, now)
@@ -239,7 +239,7 @@ func (r *jobRuns) done(m wire.JobDone, now time.Time) (wire.JobRecorded, error) 
 		}
 		return wire.JobRecorded{Session: m.Session, Outcome: run.Outcome}, r.save(rec)
 	}
-	return wire.JobRecorded{}, errNoRun
+	return wire.JobRecorded{}, ErrNoRun
 }
 
 // truncateDetail keeps a run's detail to a line's worth in the record.
@@ -257,11 +257,4 @@ func lastRun(rec *jobRecord) (wire.JobRun, bool) {
 		return wire.JobRun{}, false
 	}
 	return rec.Runs[len(rec.Runs)-1], true
-}
-
-// grantsIn is the grants that may decide a call in session: those of every
-// session, and a job's own while the session is that job's running run, by
-// brokerd's record alone (policy.GrantsForJob).
-func (b *broker) grantsIn(session wire.SessionID) []policy.Grant {
-	return policy.GrantsForJob(b.grants(), b.jobRuns.jobOf(session, b.clock()))
 }

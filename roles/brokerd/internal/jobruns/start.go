@@ -1,4 +1,4 @@
-package brokerd
+package jobruns
 
 import (
 	"fmt"
@@ -16,12 +16,14 @@ const (
 	// triggerTTL is how long the owner's `jobs run` waits for loopd to
 	// claim it, as long as an approval waits for the owner.
 	triggerTTL = 10 * time.Minute
-	// jobStartTool is the tool a run's audit record names: the audit
-	// record has no kind of its own for it, so a start is recorded as a
-	// decision on this pseudo-tool in the minted session, with no grant:
-	// allowed for a due run, approved by the owner for the owner's.
-	jobStartTool = "job_start"
 )
+
+// Started is a run minted and durable in brokerd's record, which the
+// audit log must hold before anyone learns of its session.
+type Started struct {
+	Run      wire.JobRun
+	Approver string // the owner (local:<user>), for the owner's run; "" for a due run
+}
 
 // runPlan is a run brokerd is about to mint.
 type runPlan struct {
@@ -30,47 +32,37 @@ type runPlan struct {
 	approver string          // the owner, for the owner's run
 }
 
-// jobStart answers loopd's job_start: a session only for a job that exists,
-// is due now (or missed, with catch_up, or triggered by the owner) and was
-// not started for that time. The run is durable, then audited, before the
-// session is answered.
-func (b *broker) jobStart(m wire.JobStart) (wire.Message, error) {
-	now := b.clock()
-	job, ok := b.loadJobs()[m.Job]
-	if !ok {
-		return b.refuseJob(m.Job, "no valid job file jobs/"+m.Job+".toml"), nil
-	}
-	r := b.jobRuns
+// Start mints a run of job for trig, if one may start now: job is due now
+// (or missed, with catch_up, or triggered by the owner) and was not
+// started for that time. The run is durable, then record is called with
+// it, before Start returns, all under the record's lock, so that no other
+// start, list or end sees the run before the audit log holds it. Start
+// returns the run, or why none may start (refused), or an error of the
+// record or of record.
+func (r *Runs) Start(job jobs.Job, trig wire.RunTrigger, now time.Time, record func(Started) error) (run wire.JobRun, refused string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	rec, err := r.record(m.Job, now)
+	rec, err := r.record(job.ID(), now)
 	if err != nil {
-		return nil, err
+		return wire.JobRun{}, "", err
 	}
-	plan, why := r.plan(job, rec, m.Trigger, now)
+	plan, why := r.plan(job, rec, trig, now)
 	if why != "" {
-		return b.refuseJob(m.Job, why), nil
+		return wire.JobRun{}, why, nil
 	}
 	if err := r.add(rec, plan.run, plan.due); err != nil {
-		return nil, err
+		return wire.JobRun{}, "", err
 	}
-	if err := b.auditJobStart(m.Job, plan); err != nil {
-		return nil, err
+	if err := record(Started{Run: plan.run, Approver: plan.approver}); err != nil {
+		return wire.JobRun{}, "", err
 	}
-	run := plan.run
-	b.log.Printf("job %s: %s run for %s started as session %s, until %s", m.Job, run.Trigger, run.Scheduled, run.Session, run.Deadline)
-	return wire.JobStarted{Job: m.Job, Session: run.Session, Trigger: run.Trigger, Scheduled: run.Scheduled, Deadline: run.Deadline}, nil
-}
-
-func (b *broker) refuseJob(job, why string) wire.JobRefused {
-	b.log.Printf("job %s: refused: %s", job, why)
-	return wire.JobRefused{Job: job, Reason: why}
+	return plan.run, "", nil
 }
 
 // plan decides whether a run of job may start now for trig, and which.
 //
 // Called with r.mu held.
-func (r *jobRuns) plan(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now time.Time) (runPlan, string) {
+func (r *Runs) plan(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now time.Time) (runPlan, string) {
 	if last, ok := lastRun(rec); ok && last.Outcome == wire.RunRunning {
 		return runPlan{}, fmt.Sprintf("its run %s is still running (until %s)", last.Session, last.Deadline)
 	}
@@ -90,7 +82,7 @@ func (r *jobRuns) plan(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now t
 
 // planDue mints the latest due time after since (and after the first-seen
 // time and the last due time a run took), if there is one.
-func (r *jobRuns) planDue(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now, since time.Time) (runPlan, string) {
+func (r *Runs) planDue(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, now, since time.Time) (runPlan, string) {
 	firstSeen := rec.FirstSeen.Time()
 	after := latest(firstSeen, since)
 	if rec.LastDue != nil {
@@ -118,7 +110,7 @@ func (r *jobRuns) planDue(job jobs.Job, rec *jobRecord, trig wire.RunTrigger, no
 }
 
 // planOwner claims the owner's trigger, made through the admin socket.
-func (r *jobRuns) planOwner(job jobs.Job, now time.Time) (runPlan, string) {
+func (r *Runs) planOwner(job jobs.Job, now time.Time) (runPlan, string) {
 	t, ok := r.triggers[job.ID()]
 	if !ok || !now.Before(t.expires) {
 		delete(r.triggers, job.ID())
@@ -152,28 +144,4 @@ func latest(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// auditJobStart writes the start to the audit log and returns once it is
-// durable; like any decision, the session is answered only after.
-func (b *broker) auditJobStart(job string, p runPlan) error {
-	args, err := wire.Marshal(&struct {
-		Job       string          `json:"job"`
-		Trigger   wire.RunTrigger `json:"trigger"`
-		Scheduled wire.Timestamp  `json:"scheduled"`
-		Deadline  wire.Timestamp  `json:"deadline"`
-	}{job, p.run.Trigger, p.run.Scheduled, p.run.Deadline})
-	if err != nil {
-		return err
-	}
-	var dec wire.DecisionRecord = wire.DecisionAllowed{Grant: ""}
-	if p.approver != "" {
-		dec = wire.DecisionApproved{Grant: "", Approver: p.approver}
-	}
-	_, err = b.audit.Append(wire.AuditRecord{Session: p.run.Session, Call: 0, Tool: jobStartTool,
-		Arguments: string(args), SessionTaint: wire.Private, Decision: dec})
-	if err != nil {
-		b.fatal(fmt.Errorf("audit log: %w", err))
-	}
-	return err
 }
