@@ -65,8 +65,8 @@ type importRule struct {
 var homeRules = []importRule{
 	{imp: "golang.org/x/sys/unix", not: "roles/brokerd",
 		why: "brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'"},
-	{imp: "boxmaker/roles/internal/nofollow", only: []string{"roles/brokerd/internal/notes", "roles/internal/sandbox"},
-		why: "only the notes' walk and the sandbox's mounts open paths beneath a directory a sandbox could plant links in"},
+	{imp: "boxmaker/roles/internal/nofollow", only: []string{"roles/brokerd/internal/notes", "roles/internal/sandbox", "roles/bxctl"},
+		why: "only the notes' walk, the sandbox's mounts and bxctl's readers of loopd's and brokerd's files open paths beneath a directory a sandbox or a role could plant links in"},
 }
 
 // checkHomes: production code keeps to homeRules.

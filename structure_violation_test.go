@@ -161,7 +161,7 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/brokerd/walk_test.go":        goSource("brokerd", "golang.org/x/sys/unix"),
 		}, []string{
 			"roles/brokerd/walk.go: imports golang.org/x/sys/unix; brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'",
-			"roles/toolkit/files.go: imports boxmaker/roles/internal/nofollow; only the notes' walk and the sandbox's mounts open paths beneath a directory a sandbox could plant links in",
+			"roles/toolkit/files.go: imports boxmaker/roles/internal/nofollow; only the notes' walk, the sandbox's mounts and bxctl's readers of loopd's and brokerd's files open paths beneath a directory a sandbox or a role could plant links in",
 		}},
 		{"entry points", map[string]string{
 			"roles/loopd/loopd.go":           "package loopd\ntype Options struct{}\nfunc Command() {}\nfunc Run() {}\n",

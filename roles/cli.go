@@ -93,6 +93,11 @@ func (p Program) root(args []string) *cli.Command {
 		Version: p.Version,
 		// `boxmaker completion bash|zsh|fish` prints a completion script.
 		EnableShellCompletion: true,
+		// `boxmaker --home DIR COMMAND`: urfave/cli hands the root's flags
+		// down to every command that has none of the same name; the
+		// commands keep their own --home and --config, and FlagOf reads
+		// whichever of the line's was given, the innermost first.
+		Flags: HomeFlags(),
 	}
 	if len(args) > 0 {
 		if r, ok := p.role(args[0]); ok {

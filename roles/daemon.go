@@ -2,6 +2,7 @@ package roles
 
 import (
 	"context"
+	"slices"
 
 	"boxmaker/roles/internal/config"
 
@@ -14,6 +15,23 @@ func HomeFlags() []cli.Flag {
 		&cli.StringFlag{Name: "home", Usage: "boxmaker's home (default $BOXMAKER_HOME, else " + config.DefaultHome + ")"},
 		&cli.StringFlag{Name: "config", Usage: "config.toml; grants/ and secrets/ sit beside it"},
 	}
+}
+
+// FlagOf is the value of the string flag name from the innermost command on
+// the line that was given it. The root, a group and its commands may each
+// define --home, and urfave/cli reads a flag from the innermost command
+// that defines it, set or not: `boxmaker --home DIR status` and `boxmaker
+// sessions --home DIR show NAME` would lose DIR.
+func FlagOf(cmd *cli.Command, name string) string {
+	for _, c := range cmd.Lineage() {
+		for _, f := range c.Flags {
+			if slices.Contains(f.Names(), name) && f.IsSet() {
+				v, _ := f.Get().(string)
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // DaemonCommand is a daemon role's command: `boxmaker <name> [--home DIR]
@@ -29,7 +47,7 @@ func DaemonCommand(name, usage, description string, run func(ctx context.Context
 			if cmd.NArg() > 0 {
 				return Usagef("%s takes no arguments", name)
 			}
-			paths, err := config.Resolve(cmd.String("home"), cmd.String("config"))
+			paths, err := config.Resolve(FlagOf(cmd, "home"), FlagOf(cmd, "config"))
 			if err != nil {
 				return err
 			}

@@ -22,13 +22,13 @@ func auditCommand() *cli.Command {
 			ArgsUsage: "[DIR]",
 			Flags: append(homeFlags(), &cli.BoolFlag{
 				Name: "from-checkpoint", Usage: "check only the records after the newest checkpoint, and the witness's newest (fast for a large log)",
-			}, witnessFlag()),
+			}, witnessFlag(), jsonFlag("an object: ok, records, files, torn, head (seq, hash), from_checkpoint, checkpoints, witness_checkpoints, and error, bad_file, bad_line when it fails")),
 			Action: verifyAudit,
 		}, {
 			Name:      "checkpoints",
 			Usage:     "list brokerd's signed checkpoints of the chain's head and the witness's, marking any difference (exit 1)",
 			ArgsUsage: "[DIR]",
-			Flags:     append(homeFlags(), witnessFlag()),
+			Flags:     append(homeFlags(), witnessFlag(), jsonFlag("an object: brokerd and witness (each an array of seq, id, signed, legacy, end, agrees, differs, brokerd_has_none), witness_trusts, first_use, differ")),
 			Action:    auditCheckpoints,
 		}, {
 			Name:      "checkpoint",
@@ -75,8 +75,12 @@ func witnessFlag() cli.Flag {
 	return &cli.StringFlag{Name: "witness", Usage: "the witness's directory (default: witness/ beside the audit directory)"}
 }
 
-// auditDir is the DIR argument, else the home's audit/.
+// auditDir is the DIR argument, else the home's audit/. A DIR needs no
+// home: a copy of the log checked elsewhere (witnessKeepsUp leaves it be).
 func auditDir(cmd *cli.Command) (string, error) {
+	if cmd.Args().Present() {
+		return dirArg(cmd, "")
+	}
 	paths, err := pathsOf(cmd)
 	if err != nil {
 		return "", err

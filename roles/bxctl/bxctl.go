@@ -7,6 +7,7 @@ func Command() *cli.Command {
 	return &cli.Command{
 		Name:     "bxctl",
 		Usage:    "the owner's command line (its commands also work as `boxmaker <command>`)",
+		Flags:    homeFlags(), // `bxctl --home DIR COMMAND`, as `boxmaker --home DIR COMMAND`
 		Commands: Commands(),
 	}
 }

@@ -9,5 +9,7 @@
 // the audit log, or trust a daemon's words where it can ask the owner's own
 // files or brokerd's admin socket instead. As root it changes no file of
 // the home itself but run/up.json (privops_test.go lists that); the rest
-// goes through hostsetup.
+// goes through hostsetup. A role's files that it reads while the role is
+// down (loopd's sessions/, brokerd's broker/jobs/) are opened only beneath
+// the home, through nofollow, never through a link a role could plant.
 package bxctl

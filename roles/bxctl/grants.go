@@ -28,7 +28,7 @@ func grantsCommand() *cli.Command {
 			Action:    checkGrants,
 		}, {
 			Name:      "explain",
-			Usage:     "print the decision brokerd would make for one call, and why",
+			Usage:     "print the decision brokerd would make for one call, and why; exit 1 when it is denied (0 for auto and ask)",
 			ArgsUsage: "TOOL ARGUMENTS",
 			Flags: append(homeFlags(),
 				&cli.StringFlag{Name: "grants", Usage: "the grants directory (default: the configured one)"},
@@ -171,10 +171,14 @@ func explainGrant(_ context.Context, cmd *cli.Command) error {
 		return err
 	}
 	if cmd.Bool("json") {
-		return printJSON(cmd.Root().Writer, explanationJSON(d))
+		err = printJSON(cmd.Root().Writer, explanationJSON(d))
+	} else {
+		writeExplanation(cmd.Root().Writer, d)
 	}
-	writeExplanation(cmd.Root().Writer, d)
-	return nil
+	if err == nil && d.Outcome() == policy.Denied {
+		return errQuiet // the decision line says so; a script reads the status
+	}
+	return err
 }
 
 func explainRequest(cmd *cli.Command) (policy.Request, error) {

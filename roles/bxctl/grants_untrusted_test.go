@@ -30,10 +30,10 @@ func TestInitGrantsCheckAndUseWhenUntrusted(t *testing.T) {
 		}
 	}
 
-	explain := func(args ...string) string {
+	explain := func(want string, args ...string) string {
 		code, out, errOut := run(t, append([]string{"grants", "explain", "--home", home}, args...)...)
-		if code != 0 {
-			t.Fatalf("%q: status %d\n%s%s", args, code, out, errOut)
+		if code != explainStatus(want) {
+			t.Fatalf("%q: status %d, want %d\n%s%s", args, code, explainStatus(want), out, errOut)
 		}
 		return out
 	}
@@ -49,7 +49,7 @@ func TestInitGrantsCheckAndUseWhenUntrusted(t *testing.T) {
 		{[]string{"notes_write", `{"path":"core.md","content":"x"}`}, "decision: denied no_grant"},
 		{[]string{"--untrusted", "notes_search", `{"query":"milk"}`}, "decision: auto: runs now under grant notes-search"},
 	} {
-		if out := explain(c.args...); !strings.Contains(out, c.want) {
+		if out := explain(c.want, c.args...); !strings.Contains(out, c.want) {
 			t.Errorf("explain %q:\n%s\nwant %q", c.args, out, c.want)
 		}
 	}
@@ -59,7 +59,7 @@ func TestInitGrantsCheckAndUseWhenUntrusted(t *testing.T) {
 func TestGrantsExplainUntrusted(t *testing.T) {
 	grants := fixtures + "/policy/untrusted-grants"
 	code, out, errOut := run(t, "grants", "explain", "--grants", grants, "--untrusted", "shell", `{"command":"whoami"}`)
-	if code != 0 || !strings.Contains(out, "decision: denied untrusted_session (grant whoami-b)") ||
+	if code != 1 || !strings.Contains(out, "decision: denied untrusted_session (grant whoami-b)") ||
 		!strings.Contains(out, `step 4: whoami-a: dropped: the session is untrusted and the grant says when_untrusted = "deny"`) {
 		t.Errorf("status %d\n%s%s", code, out, errOut)
 	}

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"boxmaker/roles/internal/sock"
 	"boxmaker/roles/internal/termtext"
 	"boxmaker/wire"
 
@@ -20,7 +21,7 @@ import (
 func jobsCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "jobs",
-		Usage:  "list the scheduled jobs: schedule, next run, last result",
+		Usage:  "list the scheduled jobs: schedule, next run, last result (read from the files when brokerd is down)",
 		Flags:  withJSON(jobsShape),
 		Action: listJobs,
 		Commands: []*cli.Command{{
@@ -48,13 +49,9 @@ func listJobs(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Args().Present() {
 		return usagef("jobs: no command named %q; valid: list, show, run", cmd.Args().First())
 	}
-	res, err := callBroker(ctx, cmd, wire.JobList{})
+	list, err := jobList(ctx, cmd)
 	if err != nil {
 		return err
-	}
-	list, ok := res.(wire.JobListResult)
-	if !ok {
-		return fmt.Errorf("brokerd answered %s", wire.KindOf(res))
 	}
 	out := cmd.Root().Writer
 	if cmd.Bool("json") {
@@ -70,6 +67,45 @@ func listJobs(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", j.Job, schedule(j), nextRun(j), lastResult(j.Last))
 	}
 	return tw.Flush()
+}
+
+// jobList asks brokerd, or works the list out from the files when brokerd
+// is not answering (readJobList): the same list, and stderr says which.
+func jobList(ctx context.Context, cmd *cli.Command) (wire.JobListResult, error) {
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return wire.JobListResult{}, err
+	}
+	path, err := sock.PathOf(paths, "bxctl", "brokerd")
+	if err != nil {
+		return wire.JobListResult{}, err
+	}
+	c, err := sock.Dial(path)
+	if err != nil {
+		dialErr := fmt.Errorf("brokerd is not answering at %s (is boxmaker up?): %w", path, err)
+		list, bad, err := readJobList(paths, time.Now())
+		if err != nil {
+			return wire.JobListResult{}, fmt.Errorf("%w; reading the job files instead failed too: %v", dialErr, err)
+		}
+		errOut := cmd.Root().ErrWriter
+		fmt.Fprintf(errOut, "brokerd is not answering: read from %s and %s\n", paths.Jobs, paths.Join("broker", "jobs"))
+		for _, e := range bad {
+			fmt.Fprintln(errOut, termtext.Line("ignoring a job file: "+e.Error()))
+		}
+		return list, nil
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	res, err := c.Call(ctx, wire.JobList{}, nil)
+	if err != nil {
+		return wire.JobListResult{}, err
+	}
+	list, ok := res.(wire.JobListResult)
+	if !ok {
+		return wire.JobListResult{}, fmt.Errorf("brokerd answered %s", wire.KindOf(res))
+	}
+	return list, nil
 }
 
 // schedule is the job's schedule with the zone it is read in.

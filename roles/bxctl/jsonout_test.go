@@ -43,7 +43,7 @@ func TestGrantsJSON(t *testing.T) {
 		Grant    *string  `json:"grant"`
 		Steps    []string `json:"steps"`
 	}
-	if err := json.Unmarshal([]byte(out), &ex); err != nil || code != 0 || ex.Decision != "denied" || ex.Reason != "no_grant" || ex.Grant != nil || len(ex.Steps) == 0 {
+	if err := json.Unmarshal([]byte(out), &ex); err != nil || code != 1 || ex.Decision != "denied" || ex.Reason != "no_grant" || ex.Grant != nil || len(ex.Steps) == 0 {
 		t.Errorf("explain --json: status %d, %v\n%s", code, err, out)
 	}
 	if strings.Count(out, "\n") != 1 {
@@ -62,7 +62,7 @@ func TestStatusJSONWhenNotUp(t *testing.T) {
 		} `json:"roles"`
 		Model *struct{} `json:"model"`
 	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 0 || st.Up || st.Model != nil || len(st.Roles) == 0 || st.Roles[0].State != "not started" {
+	if err := json.Unmarshal([]byte(out), &st); err != nil || code != 1 || st.Up || st.Model != nil || len(st.Roles) == 0 || st.Roles[0].State != "not started" {
 		t.Errorf("status --json: %d %v\n%s%s", code, err, out, errOut)
 	}
 }

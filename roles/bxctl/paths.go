@@ -3,7 +3,6 @@ package bxctl
 import (
 	"os"
 	"path/filepath"
-	"slices"
 
 	"boxmaker/roles"
 	"boxmaker/roles/internal/config"
@@ -44,21 +43,8 @@ func devHomeHint(p config.Paths) error {
 // devHome is where `make run` keeps its state, relative to the repository.
 const devHome = ".state"
 
-// setFlag is the value of the flag name from the innermost command on the
-// line that was given it. A group and its commands each define --home, and
-// urfave/cli reads a flag from the innermost command that defines it, set
-// or not: `boxmaker sessions --home DIR show NAME` would lose DIR.
-func setFlag(cmd *cli.Command, name string) string {
-	for _, c := range cmd.Lineage() {
-		for _, f := range c.Flags {
-			if slices.Contains(f.Names(), name) && f.IsSet() {
-				v, _ := f.Get().(string)
-				return v
-			}
-		}
-	}
-	return ""
-}
+// setFlag is roles.FlagOf: the flag from the innermost command given it.
+func setFlag(cmd *cli.Command, name string) string { return roles.FlagOf(cmd, name) }
 
 // dirArg is the command's optional DIR argument, else def.
 func dirArg(cmd *cli.Command, def string) (string, error) {

@@ -15,7 +15,7 @@ import (
 func sessionsCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "sessions",
-		Usage:  "list the sessions loopd keeps",
+		Usage:  "list the sessions loopd keeps (read from sessions/ when loopd is down)",
 		Flags:  withJSON("an array of objects: session, epoch, updated, turns"),
 		Action: listSessions,
 		Commands: []*cli.Command{{
@@ -46,13 +46,9 @@ func listSessions(ctx context.Context, cmd *cli.Command) error {
 	if cmd.Args().Present() {
 		return usagef("sessions: no command named %q; valid: show", cmd.Args().First())
 	}
-	res, err := callLoopd(ctx, cmd, wire.SessionList{})
+	list, err := sessionList(ctx, cmd)
 	if err != nil {
 		return err
-	}
-	list, ok := res.(wire.SessionListResult)
-	if !ok {
-		return fmt.Errorf("loopd answered %s", wire.KindOf(res))
 	}
 	out := cmd.Root().Writer
 	if cmd.Bool("json") {
@@ -68,6 +64,38 @@ func listSessions(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\n", s.Session, s.Epoch, s.Turns, s.Updated)
 	}
 	return tw.Flush()
+}
+
+// sessionList asks loopd, or reads sessions/ when loopd is not answering
+// (readSessions): the list is the same either way, and stderr says which.
+func sessionList(ctx context.Context, cmd *cli.Command) (wire.SessionListResult, error) {
+	paths, err := pathsOf(cmd)
+	if err != nil {
+		return wire.SessionListResult{}, err
+	}
+	c, dialErr := dialLoopd(paths)
+	if dialErr != nil {
+		sessions, skipped, err := readSessions(paths.Home)
+		if err != nil {
+			return wire.SessionListResult{}, fmt.Errorf("%w; reading %s/sessions instead failed too: %v", dialErr, paths.Home, err)
+		}
+		errOut := cmd.Root().ErrWriter
+		fmt.Fprintf(errOut, "loopd is not answering: read from %s/sessions\n", paths.Home)
+		for _, s := range skipped {
+			fmt.Fprintln(errOut, termtext.Line(s)) // loopd's files may name anything
+		}
+		return wire.SessionListResult{Sessions: sessions}, nil
+	}
+	defer c.Close()
+	res, err := c.Call(ctx, wire.SessionList{}, nil)
+	if err != nil {
+		return wire.SessionListResult{}, loopdSaid(err)
+	}
+	list, ok := res.(wire.SessionListResult)
+	if !ok {
+		return wire.SessionListResult{}, fmt.Errorf("loopd answered %s", wire.KindOf(res))
+	}
+	return list, nil
 }
 
 func showSession(ctx context.Context, cmd *cli.Command) error {

@@ -21,7 +21,7 @@ import (
 func statusCommand() *cli.Command {
 	return &cli.Command{
 		Name:   "status",
-		Usage:  "show each role: running or not, pid, uid, socket (from boxmaker up, else from systemd's units)",
+		Usage:  "show each role: running or not, pid, uid, socket (from boxmaker up, else from systemd's units); exit 1 when boxmaker is not up or a role is down",
 		Flags:  withJSON("an object: home, up, supervisor, roles (role, state, pid, uid, socket, why), model (upstream, scripted, answers, error); boxmaker up's homes only"),
 		Action: status,
 	}
@@ -72,11 +72,24 @@ func status(ctx context.Context, cmd *cli.Command) error {
 		printModelLine(out, checkModel(ctx, paths, st))
 	}
 	printWitnessLine(out, paths)
-	if down > 0 && up {
+	return statusExit(up, down)
+}
+
+// statusExit is status's exit: 1 when boxmaker is not up (the first line
+// said so: nothing more on stderr) or a role is down, so that a script can
+// wait on `boxmaker status`.
+func statusExit(up bool, down int) error {
+	switch {
+	case !up:
+		return errQuiet
+	case down > 0:
 		return fmt.Errorf("status: %d roles not running", down)
 	}
 	return nil
 }
+
+// errQuiet exits 1 and prints nothing: what failed was said on stdout.
+var errQuiet = cli.Exit("", roles.ExitFailed)
 
 // anyServes reports whether any boxmaker unit systemd knows runs its role
 // for home: then the home is systemd's, not up's.

@@ -99,8 +99,5 @@ func statusJSON(ctx context.Context, out io.Writer, paths config.Paths, st upSta
 	if err := printJSON(out, s); err != nil {
 		return err
 	}
-	if down > 0 && up {
-		return fmt.Errorf("status: %d roles not running", down)
-	}
-	return nil
+	return statusExit(up, down)
 }

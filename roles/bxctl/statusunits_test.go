@@ -135,7 +135,7 @@ func TestStatusIgnoresUnitsOfAnotherHome(t *testing.T) {
 	fakeSystemctl(t, targetBlock("active"), unitBlock("loopd", "/var/lib/boxmaker", "active", "running", os.Getpid()),
 		unitBlock("brokerd", home+"x", "active", "running", os.Getpid()))
 	code, out, errOut := run(t, "status", "--home", home)
-	if code != 0 || !strings.Contains(out, "boxmaker is not up in "+home) || strings.Contains(out, "systemd") {
+	if code != 1 || !strings.Contains(out, "boxmaker is not up in "+home) || strings.Contains(out, "systemd") {
 		t.Errorf("status: %d %s\n%s", code, errOut, out)
 	}
 }
