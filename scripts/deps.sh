@@ -16,6 +16,8 @@ present() {
 	systemd) command -v systemd-analyze >/dev/null 2>&1 ;;
 	bsdutils) command -v script >/dev/null 2>&1 ;;
 	ca-certificates) test -e /etc/ssl/certs/ca-certificates.crt ;;
+	python3-venv) python3 -c 'import ensurepip, venv' >/dev/null 2>&1 ;;
+	g++) command -v c++ >/dev/null 2>&1 ;;
 	*) command -v "$1" >/dev/null 2>&1 ;;
 	esac
 }

@@ -26,7 +26,7 @@ func newMCPHome(t testing.TB, grants map[string]string) *mcpHome {
 	require.Root(t, "MCP sandboxes mount host paths by descriptor")
 	dir, err := os.MkdirTemp("/var/tmp", "brokerd-mcp-")
 	if err != nil {
-		t.Skipf("no directory outside /tmp: %v", err)
+		t.Fatalf("no directory outside /tmp: %v", err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
@@ -198,7 +198,7 @@ func TestMCPReferenceFilesystemThroughBrokerd(t *testing.T) {
 	tools, _ := filepath.EvalSymlinks(filepath.Join(filepath.Dir(s.Node), "../../.."))
 	share, err := os.MkdirTemp("/var/tmp", "brokerd-share-")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(share) })
 	os.MkdirAll(filepath.Join(share, "public"), 0o755)

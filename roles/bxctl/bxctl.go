@@ -37,7 +37,7 @@ func Commands() []*cli.Command {
 // categories group the commands in the help by what the owner is doing.
 var categories = map[string]string{
 	"chat": "chat and approvals", "approvals": "chat and approvals", "approve": "chat and approvals", "deny": "chat and approvals",
-	"init": "setup and running", "up": "setup and running", "status": "setup and running", "install": "setup and running",
+	"init": "setup and running", "up": "setup and running", "status": "setup and running", "install": "setup and running", "mcp": "setup and running",
 	"sessions": "records", "notes": "records", "handles": "records",
 	"jobs": "records", "audit": "records",
 	"grants": "checks", "wire": "checks",

@@ -1,12 +1,14 @@
 package inferproxy
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
+	"net/http/httptrace"
 	"net/textproto"
 	"net/url"
 	"strconv"
@@ -45,10 +47,14 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("the request body of %d bytes is over the cap of %d", r.ContentLength, MaxRequestBytes))
 		return
 	}
-	if r.Method == http.MethodPost && r.URL.Path == chatPath && !p.slotAllowed(w, r) {
+	body, ok := p.readBody(w, r)
+	if !ok {
 		return
 	}
-	resp, err := p.transport.RoundTrip(p.outgoing(w, r))
+	if r.Method == http.MethodPost && r.URL.Path == chatPath && !p.slotAllowed(w, r, body) {
+		return
+	}
+	resp, err := p.roundTrip(p.outgoing(r), body)
 	if err != nil {
 		p.upstreamFailed(w, r, err)
 		return
@@ -60,19 +66,47 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	p.relay(w, r, resp.Body)
 }
 
-// slotAllowed reads a chat request's body and reports whether it may go
-// upstream (slotRefusal); when not, it has answered the client.
-func (p *proxy) slotAllowed(w http.ResponseWriter, r *http.Request) bool {
+// readBody reads r's body whole (bounded by MaxRequestBytes), so that a
+// chat request can be checked (slotAllowed) and any request sent again
+// (roundTrip); when it cannot, it has answered the client.
+func (p *proxy) readBody(w http.ResponseWriter, r *http.Request) ([]byte, bool) {
 	body, err := readBody(w, r)
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig):
 		p.fail(w, http.StatusRequestEntityTooLarge, "invalid_request_error", fmt.Sprintf("the request body is over the cap of %d bytes", MaxRequestBytes))
-		return false
+		return nil, false
 	case err != nil:
 		p.fail(w, http.StatusBadRequest, "invalid_request_error", "the request body could not be read")
-		return false
+		return nil, false
 	}
+	return body, true
+}
+
+// roundTrip sends out with body. llama-server answers a stream with
+// Keep-Alive and then closes the connection, so the next request on it
+// fails before any response comes; such a request, failed on a reused
+// connection, is sent again (at most twice more), which for llama-server's
+// endpoints repeats no effect but computation.
+func (p *proxy) roundTrip(out *http.Request, body []byte) (*http.Response, error) {
+	for try := 0; ; try++ {
+		reused := false
+		trace := &httptrace.ClientTrace{GotConn: func(c httptrace.GotConnInfo) { reused = c.Reused }}
+		req := out.WithContext(httptrace.WithClientTrace(out.Context(), trace))
+		if body != nil {
+			req.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		resp, err := p.transport.RoundTrip(req)
+		if err == nil || !reused || try == 2 || out.Context().Err() != nil {
+			return resp, err
+		}
+		p.log.Printf("%s %s: the upstream closed a kept-alive connection (%v); sending it again", out.Method, out.URL.Path, err)
+	}
+}
+
+// slotAllowed reports whether a chat request with body may go upstream
+// (slotRefusal); when not, it has answered the client.
+func (p *proxy) slotAllowed(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	why, err := p.slotRefusal(r, body)
 	if err != nil {
 		p.upstreamFailed(w, r, err)
@@ -100,7 +134,7 @@ func (p *proxy) allowed(r *http.Request) bool {
 
 // outgoing is r addressed to the upstream: the same method, path, query,
 // headers and body, less the hop-by-hop headers.
-func (p *proxy) outgoing(w http.ResponseWriter, r *http.Request) *http.Request {
+func (p *proxy) outgoing(r *http.Request) *http.Request {
 	target := *p.upstream
 	target.Path += r.URL.Path
 	target.RawQuery = r.URL.RawQuery
@@ -117,10 +151,7 @@ func (p *proxy) outgoing(w http.ResponseWriter, r *http.Request) *http.Request {
 	if _, ok := out.Header["User-Agent"]; !ok {
 		out.Header["User-Agent"] = []string{""} // an empty value keeps Go from adding its own
 	}
-	if r.ContentLength != 0 {
-		out.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
-	}
-	return out.WithContext(r.Context())
+	return out.WithContext(r.Context()) // roundTrip gives it the body
 }
 
 // hopByHop are the headers that belong to one connection (RFC 9110

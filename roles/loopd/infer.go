@@ -58,9 +58,12 @@ func newInferClient(socket string) *inferClient {
 // ever dials infer.sock. No proxy from the environment is used.
 func newUpstreamClient(base string) *inferClient {
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
-		MaxIdleConnsPerHost: 8,
-		DisableCompression:  true,
+		DialContext:        (&net.Dialer{Timeout: 10 * time.Second}).DialContext,
+		DisableCompression: true,
+		// A connection per request: llama-server says Keep-Alive after a
+		// stream and then closes, so a request sent on it at once got EOF
+		// (issue 26: verify-device against the real server, once in three runs).
+		DisableKeepAlives: true,
 	}
 	return &inferClient{http: &http.Client{Transport: tr}, base: strings.TrimSuffix(base, "/")}
 }

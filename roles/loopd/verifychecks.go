@@ -27,7 +27,8 @@ var verifyChecks = []verifyCheck{
 // verifySystem is the system prompt of every check's epoch.
 const verifySystem = "You are being tested by boxmaker's verify-device. Think briefly, and answer in one short sentence."
 
-// verifyTokens caps each reply, reasoning included.
+// verifyTokens caps each reply, reasoning included, unless --max-tokens
+// says otherwise.
 const verifyTokens = 2048
 
 // verifyTool is the tool the tool-call check offers.
@@ -59,7 +60,7 @@ func (v *verifier) ask(ctx context.Context, st *epochState, toolChoice string, m
 	if err != nil {
 		return nil, err
 	}
-	req.ToolChoice, req.MaxTokens = toolChoice, verifyTokens
+	req.ToolChoice, req.MaxTokens = toolChoice, v.maxTokens
 	body, err := encodeRequest(req)
 	if err != nil {
 		return nil, err

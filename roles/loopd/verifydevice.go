@@ -33,6 +33,9 @@ func verifyDeviceCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "upstream", Required: true, Usage: "the llama-server, http://host:port"},
 			&cli.DurationFlag{Name: "timeout", Value: 5 * time.Minute, Usage: "the longest one check may take, and so each model request within it"},
+			// A small model that seldom ends its turn fills 2,048 tokens a
+			// reply, and ten turns overflow a small context (issue 26).
+			&cli.IntFlag{Name: "max-tokens", Value: verifyTokens, Usage: "the cap on each reply (max_tokens), reasoning included"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.NArg() > 0 {
@@ -44,7 +47,10 @@ func verifyDeviceCommand() *cli.Command {
 			}
 			ctx, stop := roles.SignalContext(ctx)
 			defer stop()
-			return VerifyDevice(ctx, base, cmd.Duration("timeout"), cmd.Root().Writer)
+			if cmd.Int("max-tokens") < 1 {
+				return roles.Usagef("verify-device: --max-tokens must be at least 1")
+			}
+			return VerifyDevice(ctx, base, cmd.Duration("timeout"), int(cmd.Int("max-tokens")), cmd.Root().Writer)
 		},
 	}
 }
@@ -67,13 +73,14 @@ func upstreamBase(raw string) (string, error) {
 	return u.Scheme + "://" + u.Host + strings.TrimRight(u.EscapedPath(), "/"), nil
 }
 
-// VerifyDevice runs every check against the llama-server at base and
-// writes one line per check to out. It returns an error naming how many
+// VerifyDevice runs every check against the llama-server at base, each
+// reply capped at maxTokens, and writes one line per check to out. It returns an error naming how many
 // failed, or nil when all passed.
-func VerifyDevice(ctx context.Context, base string, timeout time.Duration, out io.Writer) error {
+func VerifyDevice(ctx context.Context, base string, timeout time.Duration, maxTokens int, out io.Writer) error {
 	cfg := config.DefaultLoop()
 	cfg.RequestTimeout = config.Dur(timeout)
-	v := &verifier{out: out, timeout: timeout, l: &loopd{
+	cfg.SummaryTokens = min(cfg.SummaryTokens, maxTokens) // the summary is a reply too
+	v := &verifier{out: out, timeout: timeout, maxTokens: maxTokens, l: &loopd{
 		cfg: cfg, log: log.New(io.Discard, "", 0), clock: time.Now, infer: newUpstreamClient(base),
 	}}
 	defer v.l.infer.close()
@@ -93,6 +100,7 @@ func VerifyDevice(ctx context.Context, base string, timeout time.Duration, out i
 type verifier struct {
 	out            io.Writer
 	timeout        time.Duration // bounds each check
+	maxTokens      int           // each reply's max_tokens
 	l              *loopd
 	props          *serverProps // once /props answered
 	streamed       *turnReply   // the streaming check's turn, which the reasoning check reads

@@ -162,7 +162,7 @@ func TestVerifyDeviceEscapesTheModel(t *testing.T) {
 	var out bytes.Buffer
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := VerifyDevice(ctx, serveDouble(t, hostile, nil), 20*time.Second, &out); err != nil {
+	if err := VerifyDevice(ctx, serveDouble(t, hostile, nil), 20*time.Second, verifyTokens, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	if strings.ContainsAny(out.String(), "\x1b\x07\u202e") || !strings.Contains(out.String(), `\x1b[2J`) {
