@@ -97,7 +97,7 @@ func TestStackMCPCallFilesystem(t *testing.T) {
 	srv, tools := mcpServers(t)
 	share, err := os.MkdirTemp("/var/tmp", "boxmaker-share-")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(share) })
 	os.Chmod(share, 0o755)
