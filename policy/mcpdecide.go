@@ -3,6 +3,7 @@ package policy
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"boxmaker/wire"
 )
@@ -36,6 +37,9 @@ func DecideMCP(grants []Grant, req Request, pin *PinnedTool) (Decision, error) {
 	}
 	var args any
 	_ = json.Unmarshal([]byte(arguments), &args) // ValidateArguments parsed it
+	if ref, ok := handleRefIn(args); ok {
+		return d.deny(wire.NoGrant, Grant{}, 1, fmt.Sprintf("argument %s is a handle reference, and MCP tools take no handles (the server would get the handle's content undecided, or the bare reference): give the text itself", short(ref))), nil
+	}
 	d.call = wire.McpArgs{Server: server, Tool: tool, Canonical: arguments, Claims: pin.Claims()}.Call()
 	d.input = d.call
 	candidates := d.mcpCandidates(grants, server, tool, args)
@@ -101,4 +105,28 @@ func (m *mcpGrant) match(args any) (bool, string) {
 		}
 	}
 	return true, "every constrained argument matches"
+}
+
+// handleRefIn finds a string anywhere in args that reads as a handle
+// reference ("handle:h1"), as the built-in tools would substitute it.
+// They are refused, not substituted, until a substitution inside MCP
+// arguments is decided at the handle's taint (docs/decisions.md).
+func handleRefIn(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, strings.HasPrefix(x, wire.HandlePrefix)
+	case map[string]any:
+		for _, e := range x {
+			if ref, ok := handleRefIn(e); ok {
+				return ref, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if ref, ok := handleRefIn(e); ok {
+				return ref, true
+			}
+		}
+	}
+	return "", false
 }

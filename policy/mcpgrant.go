@@ -248,3 +248,29 @@ func (g Grant) ArgumentsText() string {
 	}
 	return b.String()
 }
+
+// ArgValue is one argument a grant constrains, with the value the call
+// gave it: what the owner's approval is about.
+type ArgValue struct {
+	Pointer, Value string
+}
+
+// ConstrainedArguments is, for an MCP grant, each argument pointer it
+// constrains with its value in the canonical arguments (absent ones are
+// left out: such a call matched no grant); nil for any other grant.
+func (g Grant) ConstrainedArguments(canonical string) []ArgValue {
+	if g.mcp == nil || len(g.mcp.args) == 0 {
+		return nil
+	}
+	var args any
+	if json.Unmarshal([]byte(canonical), &args) != nil {
+		return nil
+	}
+	var out []ArgValue
+	for _, pc := range g.mcp.args {
+		if v, ok := pointerValue(args, pc.tokens); ok {
+			out = append(out, ArgValue{Pointer: pc.pointer, Value: v})
+		}
+	}
+	return out
+}

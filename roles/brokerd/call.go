@@ -154,7 +154,7 @@ func (b *broker) awaitApproval(ctx context.Context, req request, d policy.Decisi
 	// raised by the handles it refers to (an untrusted handle is why an
 	// auto grant with when_untrusted = "ask" asks).
 	info, answers, err := b.approvals.add(wire.Approval{
-		Session: req.session, Call: req.id, Tool: d.Call().Name(), Subject: subjectOf(d.Input().Args()), Arguments: d.Call().Arguments(),
+		Session: req.session, Call: req.id, Tool: d.Call().Name(), Subject: approvalSubject(d.Input().Args(), g), Arguments: d.Call().Arguments(),
 		Grant: g.ID(), SessionTaint: d.Taint(), SessionUntrusted: d.Untrusted(), Expires: expires,
 	})
 	if err != nil {

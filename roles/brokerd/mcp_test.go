@@ -171,7 +171,7 @@ func TestMCPOwnerCommands(t *testing.T) {
 // arguments as escaped data and the annotations as the server's claims.
 func TestMCPSubject(t *testing.T) {
 	got := subjectOf(wire.McpArgs{Server: "files", Tool: "write_file", Canonical: "{\"path\":\"/srv/\u202ea\"}", Claims: "readOnlyHint=true"})
-	want := `mcp__files__write_file {"path":"/srv/\u202ea"} (20 bytes) (the server claims readOnlyHint=true; not checked)`
+	want := `mcp__files__write_file; arguments {"path":"/srv/\u202ea"} (20 bytes); the server claims readOnlyHint=true (not checked)`
 	if got != want {
 		t.Errorf("subject\n got %s\nwant %s", got, want)
 	}

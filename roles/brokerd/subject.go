@@ -38,15 +38,40 @@ func subjectOf(args wire.ToolArgs) string {
 	case wire.InspectArgs:
 		return a.Handle + ": " + clipped(a.Question)
 	case wire.McpArgs:
-		// The tool's full name first, then its arguments as data, then
-		// what the server claims of the tool, named as its claim.
-		subject := a.ToolName() + " " + clipped(a.Canonical)
-		if a.Claims != "" {
-			subject += " (the server claims " + a.Claims + "; not checked)"
-		}
-		return subject
+		return mcpSubject(a, nil)
 	}
 	return argumentsSubject(args)
+}
+
+// approvalSubject is subjectOf for an approval under grant g: an MCP call
+// shows first the arguments g constrains, since those are what the owner
+// is asked about.
+func approvalSubject(args wire.ToolArgs, g policy.Grant) string {
+	if a, ok := args.(wire.McpArgs); ok {
+		return mcpSubject(a, g.ConstrainedArguments(a.Canonical))
+	}
+	return subjectOf(args)
+}
+
+// mcpSubject is the tool's full name, then each constrained argument as
+// pointer=value (quoted in ASCII: a look-alike letter or an override shows
+// as its escape), then all arguments as quoted data, then what the server
+// claims of the tool, named as its claim and never trusted.
+func mcpSubject(a wire.McpArgs, constrained []policy.ArgValue) string {
+	var b strings.Builder
+	b.WriteString(a.ToolName())
+	for _, c := range constrained {
+		v := c.Value
+		if utf8.RuneCountInString(v) > consultSubjectRunes {
+			v = string([]rune(v)[:consultSubjectRunes]) + "…"
+		}
+		b.WriteString(" " + termtext.Line(c.Pointer) + "=" + strconv.QuoteToASCII(v))
+	}
+	b.WriteString("; arguments " + clipped(a.Canonical))
+	if a.Claims != "" {
+		b.WriteString("; the server claims " + termtext.Line(a.Claims) + " (not checked)")
+	}
+	return b.String()
 }
 
 // argumentsSubject is the subject of a tool without a rule above: its
