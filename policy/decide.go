@@ -75,28 +75,35 @@ func Decide(grants []Grant, req Request) (Decision, error) {
 		return d.deny(wire.UnknownHandle, Grant{}, 1, fmt.Sprintf("the session has no handle %s", short(name))), nil
 	}
 	candidates := d.candidates(grants)
+	return d.decideAmong(candidates, req.Now), nil
+}
+
+// decideAmong is what follows step 1 for its candidates (sorted by id):
+// no candidate is no_grant, then steps 2 to 5. Built-in and MCP tools
+// share it; only how step 1 finds the candidates differs.
+func (d Decision) decideAmong(candidates []Grant, now wire.Timestamp) Decision {
 	if len(candidates) == 0 {
-		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil
+		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches")
 	}
 	for _, g := range candidates {
-		if g.mode == Deny && !g.ExpiredAt(req.Now) {
-			return d.deny(wire.DeniedByGrant, g, 2, "an unexpired deny grant matches; it wins"), nil
+		if g.mode == Deny && !g.ExpiredAt(now) {
+			return d.deny(wire.DeniedByGrant, g, 2, "an unexpired deny grant matches; it wins")
 		}
 	}
 	d.note(2, "", "no unexpired deny grant matches")
 	live, expired := d.dropExpired(candidates)
 	if len(live) == 0 {
-		return d.deny(wire.GrantExpired, expired[0], 3, "every candidate has expired; this is the lowest id"), nil
+		return d.deny(wire.GrantExpired, expired[0], 3, "every candidate has expired; this is the lowest id")
 	}
 	fit := d.dropTainted(live)
 	if len(fit) == 0 {
-		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant"), nil
+		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant")
 	}
 	left := d.applyUntrusted(d.untrusted, fit)
 	if len(left) == 0 {
-		return d.deny(wire.UntrustedSession, choose(fit), 4, `the session is untrusted and every candidate left says when_untrusted = "deny"; step 5 would have chosen this grant`), nil
+		return d.deny(wire.UntrustedSession, choose(fit), 4, `the session is untrusted and every candidate left says when_untrusted = "deny"; step 5 would have chosen this grant`)
 	}
-	return d.choose(left), nil
+	return d.choose(left)
 }
 
 // candidates is step 1: the grants for the tool whose constraints match,

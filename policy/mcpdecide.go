@@ -43,29 +43,7 @@ func DecideMCP(grants []Grant, req Request, pin *PinnedTool) (Decision, error) {
 	d.call = wire.McpArgs{Server: server, Tool: tool, Canonical: arguments, Claims: pin.Claims()}.Call()
 	d.input = d.call
 	candidates := d.mcpCandidates(grants, server, tool, args)
-	if len(candidates) == 0 {
-		return d.deny(wire.NoGrant, Grant{}, 1, "no grant matches"), nil
-	}
-	// Steps 2 to 5 are Decide's, word for word.
-	for _, g := range candidates {
-		if g.mode == Deny && !g.ExpiredAt(req.Now) {
-			return d.deny(wire.DeniedByGrant, g, 2, "an unexpired deny grant matches; it wins"), nil
-		}
-	}
-	d.note(2, "", "no unexpired deny grant matches")
-	live, expired := d.dropExpired(candidates)
-	if len(live) == 0 {
-		return d.deny(wire.GrantExpired, expired[0], 3, "every candidate has expired; this is the lowest id"), nil
-	}
-	fit := d.dropTainted(live)
-	if len(fit) == 0 {
-		return d.deny(wire.TaintTooHigh, choose(live), 4, "the session taint is above every candidate's max_taint; step 5 would have chosen this grant"), nil
-	}
-	left := d.applyUntrusted(d.untrusted, fit)
-	if len(left) == 0 {
-		return d.deny(wire.UntrustedSession, choose(fit), 4, `the session is untrusted and every candidate left says when_untrusted = "deny"; step 5 would have chosen this grant`), nil
-	}
-	return d.choose(left), nil
+	return d.decideAmong(candidates, req.Now), nil // steps 2 to 5, Decide's
 }
 
 // mcpCandidates is step 1: the MCP grants for the tool (by name or by the
