@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -94,7 +95,6 @@ func runConformance(t *testing.T, scenario string, client conformanceClient) ([]
 	cmd := exec.Command(node, cli, "client", "--command", "sh "+script, "--scenario", scenario,
 		"--timeout", strconv.Itoa(int(conformanceTimeout/time.Millisecond)), "-o", results)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -123,11 +123,23 @@ func runConformance(t *testing.T, scenario string, client conformanceClient) ([]
 		<-exited
 		t.Fatalf("the conformance suite did not end:\n%s", out.String())
 	}
-	t.Logf("conformance client --scenario %s:\n%s", scenario, out.String())
+	t.Logf("conformance client --scenario %s:\n%s", scenario, plainText(out.String()))
 	if err != nil {
 		t.Errorf("the client failed: %v\n%s", err, printed)
 	}
 	return readChecks(t, results), printed
+}
+
+// plainText drops the suite's colour escapes and any other control
+// character but newline and tab, for the test log.
+func plainText(s string) string {
+	s = regexp.MustCompile("\x1b\\[[0-9;]*m").ReplaceAllString(s, "")
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 && r != '\n' && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+			return -1
+		}
+		return r
+	}, s)
 }
 
 // verdict hands the relay what the client printed and its exit status,
