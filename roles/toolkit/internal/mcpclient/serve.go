@@ -53,6 +53,12 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, diag io.Writer, srv
 		return err
 	}
 	defer stop(cs, cmd)
+	return serveFrames(ctx, in, f, cs, lim)
+}
+
+// serveFrames answers brokerd's frames from in until in ends or the
+// server fails.
+func serveFrames(ctx context.Context, in io.Reader, f *frames, cs *mcp.ClientSession, lim Limits) error {
 	for {
 		env, err := wire.ReadEnvelope(in)
 		if errors.Is(err, io.EOF) {
