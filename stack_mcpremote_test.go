@@ -19,8 +19,16 @@ import (
 const remoteToken = "tok-remote-5f1e9c0a7d3b"
 
 // remoteStack starts a test server and the stack with it declared as
-// [mcp.remote], its secret in secrets/, and grants for its tools.
-func remoteStack(t *testing.T, opts mcpremote.Options, grants map[string]string) (*stack, *mcpremote.Server) {
+// [mcp.remote], its secret in secrets/, and grants for its tools; prepare
+// may change the home further.
+func remoteStack(t *testing.T, opts mcpremote.Options, grants map[string]string, prepare ...func(home string)) (*stack, *mcpremote.Server) {
+	t.Helper()
+	return remoteStackScript(t, "", opts, grants, prepare...)
+}
+
+// remoteStackScript is remoteStack with the scripted model answering by
+// script ("" for the default one).
+func remoteStackScript(t *testing.T, script string, opts mcpremote.Options, grants map[string]string, prepare ...func(home string)) (*stack, *mcpremote.Server) {
 	t.Helper()
 	require.Root(t, "MCP sandboxes run under the role users")
 	srv, err := mcpremote.Start(opts)
@@ -38,8 +46,11 @@ func remoteStack(t *testing.T, opts mcpremote.Options, grants map[string]string)
 			t.Fatal(err)
 		}
 	}
-	s := startStack(t, grants, withMCP(t, table), secret)
-	return s, srv
+	prepare = append([]func(string){withMCP(t, table), secret}, prepare...)
+	if script != "" {
+		return startStackScript(t, script, grants, prepare...), srv
+	}
+	return startStack(t, grants, prepare...), srv
 }
 
 func remoteGrant(tool string) string {

@@ -38,7 +38,12 @@ func ServeRemote(ctx context.Context, in io.Reader, out io.Writer, diag io.Write
 	transport := &mcp.StreamableClientTransport{Endpoint: r.URL, HTTPClient: channelClient(r.Channel), MaxEventSize: RemoteMaxEvent}
 	cs, err := newClient(f).Connect(sctx, transport, nil)
 	if err != nil {
-		return fmt.Errorf("%w: no MCP handshake within %v: %s", ErrEnded, lim.StartTime, oneLine(err.Error()))
+		if sctx.Err() != nil {
+			err = fmt.Errorf("%w: no MCP handshake within %v: %s", ErrEnded, lim.StartTime, oneLine(err.Error()))
+		} else {
+			err = fmt.Errorf("%w: the MCP handshake failed: %s", ErrEnded, oneLine(err.Error()))
+		}
+		return failStart(in, f, err)
 	}
 	defer stop(cs, nil)
 	return serveFrames(ctx, in, f, cs, lim)
