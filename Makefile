@@ -50,7 +50,7 @@ utility: deps ## the handles task suite (DESIGN.md 15): tasks done and injected 
 	$(GO) test -count=1 -run '^TestUtilitySuite$$' -v . | grep -v '^=== RUN'
 
 mcp-conformance: deps ## the official MCP conformance suite's client scenarios (initialize, tools_call, sse-retry): the Go SDK's client as the harness's baseline, then boxmaker's remote path (root; also part of make test)
-	$(GO) test -count=1 -run '^(TestMCPConformanceHarnessGoSDK|TestStackMCPConformance)$$' -v .
+	BOXMAKER_REQUIRE=mcp $(GO) test -count=1 -run '^(TestMCPConformanceHarnessGoSDK|TestStackMCPConformance)$$' -v .
 
 bench: ## the benchmarks, with their figures
 	AUDIT_BENCH_MB=$(AUDIT_BENCH_MB) $(GO) test -run '^$$' -bench . -benchmem ./...
