@@ -85,4 +85,3 @@ func (sb *mcpSandbox) do(method, url string, header http.Header, body string) (*
 	defer resp.Body.Close()
 	return resp, bodyOf(sb.t, resp)
 }
-

@@ -329,4 +329,3 @@ func TestStreamRedactorAcrossSplits(t *testing.T) {
 		t.Errorf("a cut body kept the start of the secret: %q", out.String())
 	}
 }
-
