@@ -87,3 +87,17 @@ func TestStackRemoteMCPCall(t *testing.T) {
 		t.Errorf("the server got Authorization %q, want the bearer token", got)
 	}
 }
+
+// A server that closes its SSE reply with a retry interval (SEP-1699)
+// gets the GET that resumes it, with Last-Event-ID, through egressd, and
+// its answer on that stream is the call's result.
+func TestStackRemoteMCPResumesAStream(t *testing.T) {
+	s, srv := remoteStack(t, mcpremote.Options{}, map[string]string{"remote-resume": remoteGrant("resume")})
+	s.run("mcp", "pin", "remote", "--yes")
+	if out := s.run("mcp", "call", "remote", "resume", `{}`); !strings.Contains(out, "resumed") {
+		t.Fatalf("mcp call resume: %s\nup's log:\n%s", out, s.log)
+	}
+	if got := srv.Resumptions(); len(got) == 0 {
+		t.Errorf("no GET resumed the stream with Last-Event-ID")
+	}
+}
