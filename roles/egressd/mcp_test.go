@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"boxmaker/fixtures/poll"
+	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/wire"
 )
@@ -327,5 +329,53 @@ func TestStreamRedactorAcrossSplits(t *testing.T) {
 	r.close(true)
 	if out.String() != "end " {
 		t.Errorf("a cut body kept the start of the secret: %q", out.String())
+	}
+}
+
+// What the sandbox sends on the channel that is not a stream socket (a
+// byte alone, a datagram socket) is dropped, and the channel goes on.
+func TestMCPChannelDropsWhatIsNotAConnection(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if _, err := sb.ch.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[0])
+	if _, _, err := sb.ch.WriteMsgUnix([]byte{0}, syscall.UnixRights(fds[1]), nil); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fds[1])
+	syscall.Write(fds[0], []byte("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"))
+	if resp, body := sb.do(http.MethodPost, url, nil, ""); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Errorf("after the bad descriptors: %d %q", resp.StatusCode, body)
+	}
+	if n := up.hits.Load(); n != 1 {
+		t.Errorf("the server got %d requests, want 1", n)
+	}
+}
+
+// A server slower than [egress] timeout to send its response head fails
+// the request with egressd's timeout.
+func TestMCPChannelSlowServerTimesOut(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(poll.Patience):
+		}
+	})
+	lim := testLimits
+	lim.Timeout = config.Dur(300 * time.Millisecond)
+	h := startEgressd(t, Options{Limits: lim})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	resp, body := sb.do(http.MethodPost, url, nil, "{}")
+	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(errorHeader) != "timeout" {
+		t.Errorf("%d %q", resp.StatusCode, body)
 	}
 }

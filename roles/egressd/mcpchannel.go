@@ -96,11 +96,29 @@ func receiveConn(ch *net.UnixConn) (net.Conn, error) {
 	for _, f := range files[1:] {
 		f.Close()
 	}
+	if !isStreamSocket(files[0]) {
+		files[0].Close()
+		return nil, errNoDescriptor
+	}
 	conn, err := sandboxConn(files[0])
 	if err != nil {
 		return nil, errNoDescriptor
 	}
 	return conn, nil
+}
+
+// isStreamSocket reports whether f is a stream socket: a datagram socket
+// would carry requests egressd never meant to read.
+func isStreamSocket(f *os.File) bool {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	typ := -1
+	_ = raw.Control(func(fd uintptr) {
+		typ, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TYPE)
+	})
+	return typ == syscall.SOCK_STREAM
 }
 
 // parseRights wraps every descriptor in oob at once, so that none leaks.
