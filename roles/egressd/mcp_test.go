@@ -379,3 +379,37 @@ func TestMCPChannelSlowServerTimesOut(t *testing.T) {
 		t.Errorf("%d %q", resp.StatusCode, body)
 	}
 }
+
+// A name is resolved once per connection and every address checked, as
+// for http_fetch: one that resolves to loopback is refused (only a literal
+// the owner wrote may be special), a public one is what is dialed.
+func TestMCPChannelChecksEveryAddress(t *testing.T) {
+	h := startEgressd(t, Options{})
+	h.resolver.set("mcp.example.com", "127.0.0.1")
+	h.resolver.set("public.example.com", "93.184.216.34")
+	sb := h.openMCP("https://mcp.example.com/mcp", ptr("Bearer tok-ssrf"))
+	resp, body := sb.do(http.MethodPost, "https://mcp.example.com/mcp", nil, "{}")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "resolves to a loopback address") {
+		t.Errorf("a name resolving to loopback: %d %q", resp.StatusCode, body)
+	}
+	if got := h.dialedAddrs(); len(got) != 0 {
+		t.Errorf("egressd dialed %v", got)
+	}
+	sb = h.openMCP("https://public.example.com:8443/mcp", nil)
+	sb.do(http.MethodPost, "https://public.example.com:8443/mcp", nil, "{}")
+	if got := h.dialedAddrs(); len(got) != 1 || got[0].String() != "93.184.216.34:8443" {
+		t.Errorf("egressd dialed %v, want the checked address", got)
+	}
+}
+
+// The url's origin is the one hosts entry: an IP literal, IPv6 too, with
+// its port.
+func TestMCPGrantOfAnIPv6Literal(t *testing.T) {
+	g, err := mcpGrantOf(wire.EgressMcpOpen{URL: "http://[::1]:8931/a/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.target.Authority() != "[::1]:8931" || g.path != "/a/mcp" || g.target.Scheme != "http" {
+		t.Errorf("%+v", g)
+	}
+}
