@@ -413,3 +413,21 @@ func TestMCPGrantOfAnIPv6Literal(t *testing.T) {
 		t.Errorf("%+v", g)
 	}
 }
+
+// A message over 2 MiB is refused before it goes anywhere; a GET with a
+// body too.
+func TestMCPChannelBoundsRequests(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if resp, _ := sb.do(http.MethodPost, url, nil, strings.Repeat("x", mcpMaxRequestBody+1)); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a big POST: %d", resp.StatusCode)
+	}
+	if resp, _ := sb.do(http.MethodGet, url, nil, "body"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a GET with a body: %d", resp.StatusCode)
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
+	}
+}
