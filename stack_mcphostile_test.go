@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -164,5 +165,43 @@ func TestStackRemoteMCPListChangeMidSession(t *testing.T) {
 	}
 	if n := srv.Calls("echo"); n != 1 {
 		t.Errorf("the server got %d echo calls, want 1", n)
+	}
+}
+
+// A reply that is not JSON-RPC fails the call with a clear message (the
+// server's bytes neutralised), and the next call starts afresh and works.
+func TestStackRemoteMCPGarbageFailsTheCall(t *testing.T) {
+	s, _ := remoteStack(t, mcpremote.Options{}, remoteGrants())
+	s.run("mcp", "pin", "remote", "--yes")
+	out, err := s.try("mcp", "call", "remote", "garbage", `{}`)
+	if err == nil || !strings.Contains(out, "the server failed: ") || strings.Contains(out, "\x1b") {
+		t.Errorf("mcp call garbage: %v\n%q", err, out)
+	}
+	if out := s.run("mcp", "call", "remote", "echo", `{"text":"next"}`); !strings.Contains(out, "Echo: next") {
+		t.Errorf("the next call: %s", out)
+	}
+}
+
+// A server that is down fails the pin with egressd's sentence; once it is
+// up, the next try reaches it.
+func TestStackRemoteMCPDownThenUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	s := remoteStackAt(t, "http://"+addr+"/mcp", remoteGrants())
+	out, err := s.try("mcp", "pin", "remote", "--yes")
+	if err == nil || !strings.Contains(out, "egressd") || !strings.Contains(out, "refused") {
+		t.Errorf("mcp pin while the server is down: %v\n%s", err, out)
+	}
+	srv, err := mcpremote.Start(mcpremote.Options{Addr: addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	if pin := s.run("mcp", "pin", "remote", "--yes"); !strings.Contains(pin, "mcp__remote__echo") {
+		t.Errorf("mcp pin once the server is up: %s", pin)
 	}
 }

@@ -36,7 +36,20 @@ func remoteStackScript(t *testing.T, script string, opts mcpremote.Options, gran
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Close)
-	table := "[mcp.remote]\nurl = " + tomlBasic(srv.URL) + "\nsecret = \"remote-token\"\n"
+	return remoteStackWith(t, script, srv.URL, grants, prepare...), srv
+}
+
+// remoteStackAt starts the stack with [mcp.remote] at url, where the test
+// may or may not serve.
+func remoteStackAt(t *testing.T, url string, grants map[string]string) *stack {
+	t.Helper()
+	require.Root(t, "MCP sandboxes run under the role users")
+	return remoteStackWith(t, "", url, grants)
+}
+
+func remoteStackWith(t *testing.T, script, url string, grants map[string]string, prepare ...func(home string)) *stack {
+	t.Helper()
+	table := "[mcp.remote]\nurl = " + tomlBasic(url) + "\nsecret = \"remote-token\"\n"
 	secret := func(home string) {
 		dir := filepath.Join(home, "etc", "secrets")
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -48,9 +61,9 @@ func remoteStackScript(t *testing.T, script string, opts mcpremote.Options, gran
 	}
 	prepare = append([]func(string){withMCP(t, table), secret}, prepare...)
 	if script != "" {
-		return startStackScript(t, script, grants, prepare...), srv
+		return startStackScript(t, script, grants, prepare...)
 	}
-	return startStack(t, grants, prepare...), srv
+	return startStack(t, grants, prepare...)
 }
 
 func remoteGrant(tool string) string {
@@ -72,5 +85,19 @@ func TestStackRemoteMCPCall(t *testing.T) {
 	got := srv.Authorizations()
 	if len(got) == 0 || got[0] != "Bearer "+remoteToken {
 		t.Errorf("the server got Authorization %q, want the bearer token", got)
+	}
+}
+
+// A server that closes its SSE reply with a retry interval (SEP-1699)
+// gets the GET that resumes it, with Last-Event-ID, through egressd, and
+// its answer on that stream is the call's result.
+func TestStackRemoteMCPResumesAStream(t *testing.T) {
+	s, srv := remoteStack(t, mcpremote.Options{}, map[string]string{"remote-resume": remoteGrant("resume")})
+	s.run("mcp", "pin", "remote", "--yes")
+	if out := s.run("mcp", "call", "remote", "resume", `{}`); !strings.Contains(out, "resumed") {
+		t.Fatalf("mcp call resume: %s\nup's log:\n%s", out, s.log)
+	}
+	if got := srv.Resumptions(); len(got) == 0 {
+		t.Errorf("no GET resumed the stream with Last-Event-ID")
 	}
 }

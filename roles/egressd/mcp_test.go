@@ -7,10 +7,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"boxmaker/fixtures/poll"
+	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/wire"
 )
@@ -327,5 +329,105 @@ func TestStreamRedactorAcrossSplits(t *testing.T) {
 	r.close(true)
 	if out.String() != "end " {
 		t.Errorf("a cut body kept the start of the secret: %q", out.String())
+	}
+}
+
+// What the sandbox sends on the channel that is not a stream socket (a
+// byte alone, a datagram socket) is dropped, and the channel goes on.
+func TestMCPChannelDropsWhatIsNotAConnection(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if _, err := sb.ch.Write([]byte{0}); err != nil {
+		t.Fatal(err)
+	}
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fds[0])
+	if _, _, err := sb.ch.WriteMsgUnix([]byte{0}, syscall.UnixRights(fds[1]), nil); err != nil {
+		t.Fatal(err)
+	}
+	syscall.Close(fds[1])
+	syscall.Write(fds[0], []byte("POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"))
+	if resp, body := sb.do(http.MethodPost, url, nil, ""); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Errorf("after the bad descriptors: %d %q", resp.StatusCode, body)
+	}
+	if n := up.hits.Load(); n != 1 {
+		t.Errorf("the server got %d requests, want 1", n)
+	}
+}
+
+// A server slower than [egress] timeout to send its response head fails
+// the request with egressd's timeout.
+func TestMCPChannelSlowServerTimesOut(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-time.After(poll.Patience):
+		}
+	})
+	lim := testLimits
+	lim.Timeout = config.Dur(300 * time.Millisecond)
+	h := startEgressd(t, Options{Limits: lim})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	resp, body := sb.do(http.MethodPost, url, nil, "{}")
+	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(errorHeader) != "timeout" {
+		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+}
+
+// A name is resolved once per connection and every address checked, as
+// for http_fetch: one that resolves to loopback is refused (only a literal
+// the owner wrote may be special), a public one is what is dialed.
+func TestMCPChannelChecksEveryAddress(t *testing.T) {
+	h := startEgressd(t, Options{})
+	h.resolver.set("mcp.example.com", "127.0.0.1")
+	h.resolver.set("public.example.com", "93.184.216.34")
+	sb := h.openMCP("https://mcp.example.com/mcp", ptr("Bearer tok-ssrf"))
+	resp, body := sb.do(http.MethodPost, "https://mcp.example.com/mcp", nil, "{}")
+	if resp.StatusCode != http.StatusForbidden || !strings.Contains(body, "resolves to a loopback address") {
+		t.Errorf("a name resolving to loopback: %d %q", resp.StatusCode, body)
+	}
+	if got := h.dialedAddrs(); len(got) != 0 {
+		t.Errorf("egressd dialed %v", got)
+	}
+	sb = h.openMCP("https://public.example.com:8443/mcp", nil)
+	sb.do(http.MethodPost, "https://public.example.com:8443/mcp", nil, "{}")
+	if got := h.dialedAddrs(); len(got) != 1 || got[0].String() != "93.184.216.34:8443" {
+		t.Errorf("egressd dialed %v, want the checked address", got)
+	}
+}
+
+// The url's origin is the one hosts entry: an IP literal, IPv6 too, with
+// its port.
+func TestMCPGrantOfAnIPv6Literal(t *testing.T) {
+	g, err := mcpGrantOf(wire.EgressMcpOpen{URL: "http://[::1]:8931/a/mcp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.target.Authority() != "[::1]:8931" || g.path != "/a/mcp" || g.target.Scheme != "http" {
+		t.Errorf("%+v", g)
+	}
+}
+
+// A message over 2 MiB is refused before it goes anywhere; a GET with a
+// body too.
+func TestMCPChannelBoundsRequests(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if resp, _ := sb.do(http.MethodPost, url, nil, strings.Repeat("x", mcpMaxRequestBody+1)); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a big POST: %d", resp.StatusCode)
+	}
+	if resp, _ := sb.do(http.MethodGet, url, nil, "body"); resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("a GET with a body: %d", resp.StatusCode)
+	}
+	if n := up.hits.Load(); n != 0 {
+		t.Errorf("the server got %d requests", n)
 	}
 }

@@ -3,6 +3,8 @@ package egressd
 import (
 	"context"
 	"crypto/tls"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -47,12 +49,12 @@ func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant)
 	defer cancel() // before the Wait: the connections end with the channel
 	for {
 		conn, err := receiveConn(ch)
-		if err != nil {
-			if ctx.Err() == nil && err != errNoDescriptor {
+		switch {
+		case errors.Is(err, errNoDescriptor):
+			continue // dropped; the channel goes on
+		case err != nil:
+			if ctx.Err() == nil && !errors.Is(err, io.EOF) {
 				s.log.Printf("mcp %s: channel ended: %v", g.target.Authority(), err)
-			}
-			if err == errNoDescriptor {
-				continue
 			}
 			return
 		}
@@ -70,12 +72,9 @@ func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant)
 	}
 }
 
-// errNoDescriptor is a byte that came on the channel without one.
-var errNoDescriptor = errorString("a byte came on the channel without a descriptor")
-
-type errorString string
-
-func (e errorString) Error() string { return string(e) }
+// errNoDescriptor is a byte that came on the channel without a stream
+// socket beside it.
+var errNoDescriptor = errors.New("a byte came on the channel without a stream socket")
 
 // receiveConn reads one byte and the one descriptor beside it, which must
 // be a Unix stream socket. Extra descriptors are closed.
@@ -87,7 +86,7 @@ func receiveConn(ch *net.UnixConn) (net.Conn, error) {
 		return nil, err
 	}
 	if n == 0 {
-		return nil, net.ErrClosed
+		return nil, io.EOF
 	}
 	files := parseRights(oob[:oobn])
 	if len(files) == 0 {
@@ -96,11 +95,29 @@ func receiveConn(ch *net.UnixConn) (net.Conn, error) {
 	for _, f := range files[1:] {
 		f.Close()
 	}
+	if !isStreamSocket(files[0]) {
+		files[0].Close()
+		return nil, errNoDescriptor
+	}
 	conn, err := sandboxConn(files[0])
 	if err != nil {
 		return nil, errNoDescriptor
 	}
 	return conn, nil
+}
+
+// isStreamSocket reports whether f is a stream socket: a datagram socket
+// would carry requests egressd never meant to read.
+func isStreamSocket(f *os.File) bool {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	typ := -1
+	_ = raw.Control(func(fd uintptr) {
+		typ, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TYPE)
+	})
+	return typ == syscall.SOCK_STREAM
 }
 
 // parseRights wraps every descriptor in oob at once, so that none leaks.

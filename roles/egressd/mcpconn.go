@@ -2,6 +2,7 @@ package egressd
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -87,7 +88,7 @@ func (c *channel) outbound(ctx context.Context, req *http.Request) (*http.Reques
 	if req.RequestURI != c.grant.path {
 		return nil, refused("egressd serves this MCP server's path only")
 	}
-	body, err := readBody(req)
+	body, err := readMCPBody(req)
 	if err != nil {
 		return nil, err
 	}
@@ -105,6 +106,29 @@ func (c *channel) outbound(ctx context.Context, req *http.Request) (*http.Reques
 		out.Header.Set("Authorization", c.grant.secret.value)
 	}
 	return out, nil
+}
+
+// mcpMaxRequestBody bounds one message the sandbox posts: brokerd's frames
+// (wire.MaxFrame, 1 MiB) bound a call's arguments below it, and eight
+// connections of a channel at once must not hold much of egressd's memory.
+const mcpMaxRequestBody = 2 << 20
+
+// readMCPBody reads a POST's message whole (a GET or DELETE has none).
+func readMCPBody(req *http.Request) (io.Reader, error) {
+	if req.Method != http.MethodPost {
+		if req.ContentLength != 0 || len(req.TransferEncoding) > 0 {
+			return nil, &failure{status: http.StatusBadRequest, kind: "bad_request", public: "a GET or DELETE request must not have a body"}
+		}
+		return nil, nil
+	}
+	data, err := io.ReadAll(io.LimitReader(req.Body, mcpMaxRequestBody+1))
+	switch {
+	case err != nil:
+		return nil, &failure{status: http.StatusBadRequest, kind: "bad_request", public: "egressd could not read the request body: " + err.Error()}
+	case len(data) > mcpMaxRequestBody:
+		return nil, &failure{status: http.StatusRequestEntityTooLarge, kind: "refused", public: fmt.Sprintf("the request body is over %d bytes", mcpMaxRequestBody)}
+	}
+	return bytes.NewReader(data), nil
 }
 
 // relay makes out upstream and streams the response to conn.

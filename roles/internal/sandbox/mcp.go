@@ -136,19 +136,40 @@ func StartMCP(s MCPSpec) (*Instance, error) {
 		jobW.Close()
 		return nil, err
 	}
-	if inst.Stdout, err = cmd.StdoutPipe(); err != nil {
+	// Not StdoutPipe: Wait closes that pipe as soon as the process exits,
+	// and a last frame written just before the exit (why the server did
+	// not start) would be lost to the reader.
+	outR, outW, err := os.Pipe()
+	if err != nil {
 		jobW.Close()
 		return nil, err
 	}
+	cmd.Stdout = outW
+	inst.Stdout = closeAtEnd{outR}
 	if err := cmd.Start(); err != nil {
 		jobW.Close()
+		outR.Close()
+		outW.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", s.Bwrap, err)
 	}
+	outW.Close()
 	// The job is small (MaxJobBytes), but write it beside, not before,
 	// Wait: a sandbox that never reads it must not block the caller.
 	go func() { jobW.Write(job); jobW.Close() }()
 	go func() { inst.err = cmd.Wait(); close(inst.done) }()
 	return inst, nil
+}
+
+// closeAtEnd is the read end of the instance's stdout: it closes itself
+// once read to its end or failing, so that the reader need not.
+type closeAtEnd struct{ *os.File }
+
+func (c closeAtEnd) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	if err != nil {
+		c.File.Close()
+	}
+	return n, err
 }
 
 // Kill ends the instance and its whole process group, and waits for it.
