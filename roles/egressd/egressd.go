@@ -103,6 +103,9 @@ func (s *server) gate(ctx context.Context) (*sock.Server, error) {
 	}
 	gate.ReplacePeerCheck(s.allowPeer)
 	gate.HandleFile = func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
+		if open, ok := e.Msg.(wire.EgressMcpOpen); ok {
+			return s.openMCP(ctx, open, f, reply) // mcpopen.go
+		}
 		return s.open(ctx, e, f, reply)
 	}
 	return gate, nil
