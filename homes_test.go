@@ -67,6 +67,8 @@ var homeRules = []importRule{
 		why: "brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'"},
 	{imp: "boxmaker/roles/internal/atomicfile", not: "roles/brokerd",
 		why: "brokerd's own package writes no state of its own: each store is a package under roles/brokerd/internal/ (sessions, handles, jobruns, notes, checkpoints)"},
+	{imp: "boxmaker/roles/internal/units", not: "roles/brokerd",
+		why: "brokerd's own package looks for no secret's copy itself: roles/brokerd/internal/secrets reads them"},
 	{imp: "golang.org/x/mod/sumdb/note", not: "roles/brokerd",
 		why: "brokerd's own package signs nothing: the checkpoint key and the witness are roles/brokerd/internal/checkpoints'"},
 	{imp: "boxmaker/roles/internal/nofollow", only: []string{"roles/brokerd/internal/notes", "roles/internal/sandbox", "roles/bxctl"},
