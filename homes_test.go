@@ -255,6 +255,32 @@ func qualified(e ast.Expr) string {
 	return x.Name + "." + sel.Sel.Name
 }
 
+// checkRoutes: a listener answers through its table of kinds (Kinds or
+// FileKinds, whose Route checks it against the role table at start):
+// production code outside roles/internal/sock assigns no Handle or
+// HandleFile of its own.
+func checkRoutes(files []goFile) []string {
+	var bad []string
+	for _, f := range files {
+		if f.isTest() || f.pkgDir == "roles/internal/sock" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok {
+				return true
+			}
+			for _, lhs := range as.Lhs {
+				if sel, ok := lhs.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Handle" || sel.Sel.Name == "HandleFile") {
+					bad = append(bad, fmt.Sprintf("%s:%d: sets %s; route a table of kinds (sock.Kinds, sock.FileKinds)", f.path, f.fset.Position(as.Pos()).Line, sel.Sel.Name))
+				}
+			}
+			return true
+		})
+	}
+	return bad
+}
+
 // checkPeerChecks: a gate's peer check comes from the role table, and a
 // role replaces it only through ReplacePeerCheck (its tests' one hook):
 // production code outside roles/internal/sock assigns no AllowPeer.

@@ -211,6 +211,16 @@ func TestStructureChecksCatchViolations(t *testing.T) {
 			"roles/brokerd/jobadmin.go:2: builds a wire.JobRun; only roles/brokerd/internal/jobruns does",
 			"roles/brokerd/jobstart.go:2: calls jobs.JobSession; only roles/brokerd/internal/jobruns does",
 		}},
+		{"routes", map[string]string{
+			"roles/inspectd/inspectd.go":   "package inspectd\nfunc f(srv *S, q *Q) { srv.Handle = q.handle }\n",
+			"roles/egressd/egressd.go":     "package egressd\nfunc f(gate *S, h H) {\n\tgate.HandleFile = h\n}\n",
+			"roles/internal/sock/kinds.go": "package sock\nfunc (k Kinds) Route(s *Server) { s.Handle = nil }\n",
+			"roles/inspectd/q_test.go":     "package inspectd\nfunc g(srv *S) { srv.Handle = nil }\n",
+			"roles/witnessd/witnessd.go":   "package witnessd\nfunc f(w *W, gate *S) error { return w.kinds().Route(gate) }\n",
+		}, []string{
+			"roles/egressd/egressd.go:3: sets HandleFile; route a table of kinds (sock.Kinds, sock.FileKinds)",
+			"roles/inspectd/inspectd.go:2: sets Handle; route a table of kinds (sock.Kinds, sock.FileKinds)",
+		}},
 		{"peer checks", map[string]string{
 			"roles/witnessd/witnessd.go":       "package witnessd\nfunc f(gate *S, allow func()) { gate.AllowPeer = allow }\n",
 			"roles/internal/sock/peercheck.go": "package sock\nfunc (s *S) R(allow func()) { s.AllowPeer = allow }\n",
