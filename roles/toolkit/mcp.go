@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"runtime/debug"
 	"syscall"
@@ -26,14 +27,43 @@ func runMCP(ctx context.Context, cmd *cli.Command) error {
 	if err := confineMCP(job); err != nil {
 		return fmt.Errorf("toolkit: not running MCP server %s unconfined: %w", job.Server, err)
 	}
+	l := job.Limits
+	lim := mcpclient.Limits{ResultBytes: int(l.ResultBytes), CallTime: l.CallTime(), StartTime: l.StartTime(), MaxLine: int(l.MaxLineBytes)}
+	if job.URL != "" {
+		ch, err := mcpChannel()
+		if err != nil {
+			return err
+		}
+		defer ch.Close()
+		r := mcpclient.Remote{URL: job.URL, Channel: ch}
+		return mcpclient.ServeRemote(ctx, cmd.Reader, cmd.Root().Writer, cmd.Root().ErrWriter, r, lim)
+	}
 	env := job.Env
 	if err := os.MkdirAll(toolrun.MCPHome, 0o700); err != nil {
 		return fmt.Errorf("toolkit: %w", err)
 	}
 	srv := mcpclient.Server{Command: job.Command, Env: env, Dir: toolrun.MCPHome}
-	l := job.Limits
-	lim := mcpclient.Limits{ResultBytes: int(l.ResultBytes), CallTime: l.CallTime(), StartTime: l.StartTime(), MaxLine: int(l.MaxLineBytes)}
 	return mcpclient.Serve(ctx, cmd.Reader, cmd.Root().Writer, cmd.Root().ErrWriter, srv, lim)
+}
+
+// mcpChannel is a remote instance's one way out: fd 4, its channel to
+// egressd (the sandbox has no network).
+func mcpChannel() (*net.UnixConn, error) {
+	f := os.NewFile(toolrun.MCPChannelFD, "mcp-channel")
+	if f == nil {
+		return nil, fmt.Errorf("toolkit: no egress channel on fd %d", toolrun.MCPChannelFD)
+	}
+	defer f.Close()
+	c, err := net.FileConn(f)
+	if err != nil {
+		return nil, fmt.Errorf("toolkit: egress channel: %w", err)
+	}
+	uc, ok := c.(*net.UnixConn)
+	if !ok {
+		c.Close()
+		return nil, fmt.Errorf("toolkit: fd %d is not a Unix socket", toolrun.MCPChannelFD)
+	}
+	return uc, nil
 }
 
 func readMCPJob() (toolrun.MCPJob, error) {

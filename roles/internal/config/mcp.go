@@ -28,10 +28,15 @@ type MCP struct {
 }
 
 // MCPServer is one [mcp.NAME]: a local server brokerd starts in a sandbox,
-// as the child of `boxmaker toolkit mcp`.
+// as the child of `boxmaker toolkit mcp`, or a remote one (URL) that
+// toolkit reaches through egressd (remote.go).
 type MCPServer struct {
 	// Command is the server's argv; Command[0] is an absolute path.
 	Command []string `toml:"command"`
+	// URL is a remote server's streamable HTTP endpoint; Secret names the
+	// file in secrets/ whose value egressd sends as a bearer token.
+	URL    string `toml:"url"`
+	Secret string `toml:"secret"`
 	// RO and RW are host paths the sandbox binds at the same place,
 	// read-only and writable, beyond the shell tool's base.
 	RO []string `toml:"ro"`
@@ -123,9 +128,6 @@ func parseMCPServer(name string, table map[string]any, system []string) (MCPServ
 	if err := wire.CheckMcpServer(name); err != nil {
 		return MCPServer{}, fmt.Errorf("%s: %w", where, err)
 	}
-	if _, ok := table["url"]; ok {
-		return MCPServer{}, fmt.Errorf("%s: url: remote MCP servers are not supported yet; declare a local one with command", where)
-	}
 	text, err := toml.Marshal(table)
 	if err != nil {
 		return MCPServer{}, fmt.Errorf("%s: %v", where, err)
@@ -136,7 +138,7 @@ func parseMCPServer(name string, table map[string]any, system []string) (MCPServ
 	if err := dec.Decode(&s); err != nil {
 		var missing *toml.StrictMissingError
 		if errors.As(err, &missing) && len(missing.Errors) > 0 {
-			return s, fmt.Errorf("%s: unknown key %s (keys: command, ro, rw, env, memory_mb, processes)", where, strings.Join(missing.Errors[0].Key(), "."))
+			return s, fmt.Errorf("%s: unknown key %s (keys: command, ro, rw, env, memory_mb, processes; url, secret)", where, strings.Join(missing.Errors[0].Key(), "."))
 		}
 		return s, fmt.Errorf("%s: %s", where, describe(err))
 	}
@@ -157,6 +159,9 @@ func parseMCPServer(name string, table map[string]any, system []string) (MCPServ
 
 // check reports the first bad value of s, naming the key.
 func (s MCPServer) check(system []string) error {
+	if s.URL != "" || s.Secret != "" {
+		return s.checkRemote()
+	}
 	if err := checkCommand(s.Command); err != nil {
 		return err
 	}
@@ -169,6 +174,10 @@ func (s MCPServer) check(system []string) error {
 	if !visible(s.Command[0], slices.Concat(s.RO, s.RW, system, sandboxBase)) {
 		return fmt.Errorf("command[0] %s is not inside ro, rw, [sandbox] system_paths or the sandbox's base (%s): the sandbox would not see it", s.Command[0], strings.Join(sandboxBase, ", "))
 	}
+	return s.checkLimits()
+}
+
+func (s MCPServer) checkLimits() error {
 	switch {
 	case s.MemoryMB < 64 || s.MemoryMB > 1<<20:
 		return fmt.Errorf("memory_mb must be from 64 to %d, not %d", 1<<20, s.MemoryMB)

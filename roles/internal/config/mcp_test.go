@@ -84,7 +84,6 @@ func TestMCPBadValues(t *testing.T) {
 		{"[mcp.files]\n" + cmd + "memory_mb = 10\n", "memory_mb must be from 64"},
 		{"[mcp.files]\n" + cmd + "processes = 0\n", "processes must be from 1"},
 		{"[mcp.files]\n" + cmd + "cwd = \"/\"\n", "[mcp.files]: unknown key cwd"},
-		{"[mcp.files]\nurl = \"https://example.org/mcp\"\n", "remote MCP servers are not supported yet"},
 		{"[mcp.files]\ncommand = [\"/opt/mcp/node\"]\nro = [\"/srv\"]\n", "command[0] /opt/mcp/node is not inside ro, rw"},
 	} {
 		_, err := Load(writeConfig(t, c.text))

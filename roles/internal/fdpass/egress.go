@@ -41,7 +41,7 @@ func OpenEgress(ctx context.Context, socketPath string, hosts []string, method s
 
 // askEgressd sends open with egressEnd on a fresh connection and waits for
 // egress_ready.
-func askEgressd(ctx context.Context, socketPath string, open wire.EgressOpen, egressEnd *os.File) error {
+func askEgressd(ctx context.Context, socketPath string, open wire.Message, egressEnd *os.File) error {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "unix", socketPath)
 	if err != nil {

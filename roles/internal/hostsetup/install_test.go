@@ -221,3 +221,27 @@ func TestInstallSecretsFromConfigAndGrants(t *testing.T) {
 		}
 	}
 }
+
+// A remote MCP server's secret is brokerd's, as a grant's is: its unit
+// loads it and nobody else's does.
+func TestInstallSecretsOfRemoteMCPServers(t *testing.T) {
+	t.Setenv("BOXMAKER_UPSTREAM", "")
+	prefix := t.TempDir()
+	layout := units.LayoutUnder(prefix)
+	writeConfig(t, prefix, "[infer]\nupstream = \"http://10.1.2.3:8080\"\n[mcp.tracker]\nurl = \"https://mcp.example.com/mcp\"\nsecret = \"tracker-token\"\n")
+	os.MkdirAll(layout.SecretsDir(), 0o700)
+	plan, err := planFor(layout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []units.SecretUse{{Name: "tracker-token", Roles: []string{"brokerd"}}}
+	if fmt.Sprint(plan.Secrets) != fmt.Sprint(want) {
+		t.Errorf("secrets %v, want %v", plan.Secrets, want)
+	}
+	for _, u := range plan.Units {
+		loads := strings.Contains(u.Text, "LoadCredential=tracker-token:")
+		if strings.HasSuffix(u.Path, units.UnitName("brokerd")) != loads {
+			t.Errorf("%s loads the MCP secret: %v\n%s", u.Path, loads, u.Text)
+		}
+	}
+}

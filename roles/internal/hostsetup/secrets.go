@@ -16,7 +16,8 @@ import (
 )
 
 // secretNames reads, from config.toml and the grants, the names of the
-// secrets the roles read: [gateway] token_secret and every grant's secret.
+// secrets the roles read: [gateway] token_secret, every grant's secret and
+// every remote MCP server's.
 // install (for the units' LoadCredential lines) and up as root (for the
 // copies it makes) both ask it, and units.Site says which role reads which.
 // bad counts grant files that do not parse: brokerd ignores them, so a
@@ -29,9 +30,18 @@ func secretNames(configPath, grantsDir string) (token string, grants []string, b
 	if gw != nil {
 		token = gw.TokenSecret
 	}
+	// A remote MCP server's secret is brokerd's too, like a grant's
+	// (DESIGN.md section 16): brokerd hands it to egressd.
+	if cfg, err := config.Load(configPath); err == nil {
+		for _, name := range cfg.MCP.Names() {
+			if s := cfg.MCP.Servers[name].Secret; s != "" {
+				grants = append(grants, s)
+			}
+		}
+	}
 	loaded, broken, err := policy.LoadDir(grantsDir)
 	if errors.Is(err, fs.ErrNotExist) {
-		return token, nil, 0, nil
+		return token, grants, 0, nil
 	}
 	if err != nil {
 		return token, nil, 0, err

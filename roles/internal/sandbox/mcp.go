@@ -27,6 +27,10 @@ type MCPSpec struct {
 	TmpBytes   int64   // the size of its /tmp, where HOME is
 	Job        toolrun.MCPJob
 	RunAs      *syscall.Credential
+	// Channel is a remote server's channel to egressd, which the sandbox
+	// gets as toolrun.MCPChannelFD; nil for a local server. StartMCP
+	// closes it.
+	Channel *os.File
 }
 
 // Instance is a running MCP sandbox. Its stdin and stdout carry frames;
@@ -58,6 +62,9 @@ func (s MCPSpec) validate() error {
 	if len(s.Mounts) != len(s.Job.Mounts) {
 		return errors.New("sandbox: the job's mounts differ from the sandbox's (use JobMounts)")
 	}
+	if (s.Channel != nil) != (s.Job.URL != "") || (s.Channel != nil && len(s.Mounts) > 0) {
+		return errors.New("sandbox: a remote MCP job needs its egress channel and no mounts, a local one no channel")
+	}
 	return nil
 }
 
@@ -88,6 +95,9 @@ func (s MCPSpec) mcpArgs(mounts []Mount, system []string) []string {
 // StartMCP starts an instance. It returns once bwrap runs; the server's
 // handshake happens at the first frame.
 func StartMCP(s MCPSpec) (*Instance, error) {
+	if s.Channel != nil {
+		defer s.Channel.Close() // the sandbox holds its own once started
+	}
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -115,6 +125,10 @@ func StartMCP(s MCPSpec) (*Instance, error) {
 	cmd := exec.Command(s.Bwrap, s.mcpArgs(mounts, system)...)
 	cmd.Env, cmd.Dir = []string{}, "/"
 	cmd.ExtraFiles = append([]*os.File{jobR}, files...)
+	if s.Channel != nil {
+		// fd 4, toolrun.MCPChannelFD: a remote instance has no mounts.
+		cmd.ExtraFiles = append(cmd.ExtraFiles, s.Channel)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: s.RunAs}
 	inst := &Instance{cmd: cmd, diag: &tailWriter{max: DiagnosticsBytes}, done: make(chan struct{})}
 	cmd.Stderr = inst.diag
@@ -122,19 +136,40 @@ func StartMCP(s MCPSpec) (*Instance, error) {
 		jobW.Close()
 		return nil, err
 	}
-	if inst.Stdout, err = cmd.StdoutPipe(); err != nil {
+	// Not StdoutPipe: Wait closes that pipe as soon as the process exits,
+	// and a last frame written just before the exit (why the server did
+	// not start) would be lost to the reader.
+	outR, outW, err := os.Pipe()
+	if err != nil {
 		jobW.Close()
 		return nil, err
 	}
+	cmd.Stdout = outW
+	inst.Stdout = closeAtEnd{outR}
 	if err := cmd.Start(); err != nil {
 		jobW.Close()
+		outR.Close()
+		outW.Close()
 		return nil, fmt.Errorf("sandbox: start %s: %w", s.Bwrap, err)
 	}
+	outW.Close()
 	// The job is small (MaxJobBytes), but write it beside, not before,
 	// Wait: a sandbox that never reads it must not block the caller.
 	go func() { jobW.Write(job); jobW.Close() }()
 	go func() { inst.err = cmd.Wait(); close(inst.done) }()
 	return inst, nil
+}
+
+// closeAtEnd is the read end of the instance's stdout: it closes itself
+// once read to its end or failing, so that the reader need not.
+type closeAtEnd struct{ *os.File }
+
+func (c closeAtEnd) Read(p []byte) (int, error) {
+	n, err := c.File.Read(p)
+	if err != nil {
+		c.File.Close()
+	}
+	return n, err
 }
 
 // Kill ends the instance and its whole process group, and waits for it.

@@ -17,11 +17,15 @@ import (
 //	1  frames to brokerd
 //	2  diagnostics for brokerd's log, one sanitized line each
 //	3  the MCPJob, encoded, then end of file
+//	4  for a remote server (URL set) only: its channel to egressd, on
+//	   which toolkit sends one end of a fresh socketpair per HTTP
+//	   connection (SCM_RIGHTS); a remote instance has no mounts
 //
 // MCPTool is the name toolkit is started with: `boxmaker toolkit mcp`.
 const (
-	MCPTool  = "mcp"
-	MCPJobFD = 3
+	MCPTool      = "mcp"
+	MCPJobFD     = 3
+	MCPChannelFD = 4
 )
 
 // MCPHome and MCPTmp are the server's private HOME and TMPDIR, on the
@@ -35,11 +39,14 @@ const (
 // mounts (ro and rw, at their own paths) beside the shell tool's base.
 type MCPJob struct {
 	Server  wire.McpServer `json:"server"`
-	Command []string       `json:"command"`
-	Env     []string       `json:"env"` // the whole environment, NAME=value
-	Mounts  []Mount        `json:"mounts"`
-	System  System         `json:"system"`
-	Limits  MCPLimits      `json:"limits"`
+	Command []string       `json:"command"` // a local server's argv; empty for a remote one
+	// URL is a remote server's endpoint, reached only through the channel
+	// on MCPChannelFD; the secret is egressd's and never here.
+	URL    string    `json:"url"`
+	Env    []string  `json:"env"` // the whole environment, NAME=value
+	Mounts []Mount   `json:"mounts"`
+	System System    `json:"system"`
+	Limits MCPLimits `json:"limits"`
 }
 
 // MCPLimits bound an instance. Memory and processes hold for its life;
@@ -84,8 +91,15 @@ func (j MCPJob) Validate() error {
 	if err := wire.CheckMcpServer(string(j.Server)); err != nil {
 		return fmt.Errorf("mcp job: %w", err)
 	}
-	if len(j.Command) == 0 || !path.IsAbs(j.Command[0]) {
+	switch {
+	case j.URL != "" && (len(j.Command) > 0 || len(j.Env) > 0 || len(j.Mounts) > 0):
+		return errors.New("mcp job: a remote server (url) has no command, env or mounts")
+	case j.URL == "" && (len(j.Command) == 0 || !path.IsAbs(j.Command[0])):
 		return errors.New("mcp job: the command must start with an absolute path")
+	case j.URL != "":
+		if err := wire.McpURL(j.URL).Check(); err != nil {
+			return fmt.Errorf("mcp job: %w", err)
+		}
 	}
 	for _, e := range j.Env {
 		if k, _, ok := strings.Cut(e, "="); !ok || k == "" || strings.ContainsRune(e, 0) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,6 +28,9 @@ type Config struct {
 	// Forbidden are brokerd's own state paths: no ro or rw may reach them.
 	Forbidden []string
 	Log       func(string)
+	// Channel opens a remote server's channel to egressd (brokerd reads
+	// its secret and asks egressd); the instance gets the returned end.
+	Channel func(ctx context.Context, name wire.McpServer, srv config.MCPServer) (*os.File, error)
 }
 
 type key struct {
@@ -210,6 +214,9 @@ func (p *Pool) makeRoomLocked() error {
 
 // start runs server's sandbox.
 func (p *Pool) start(name wire.McpServer, srv config.MCPServer) (*sandbox.Instance, error) {
+	if srv.Remote() {
+		return p.startRemote(name, srv)
+	}
 	mounts, err := p.mounts(srv)
 	if err != nil {
 		return nil, fmt.Errorf("MCP server %s: %w", name, err)

@@ -50,9 +50,28 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, diag io.Writer, srv
 	f := &frames{out: out, diag: newLines(diag)}
 	cs, cmd, err := start(ctx, srv, lim, f)
 	if err != nil {
-		return err
+		return failStart(in, f, err)
 	}
 	defer stop(cs, cmd)
+	return serveFrames(ctx, in, f, cs, lim)
+}
+
+// failStart answers brokerd's first frame with the reason the server did
+// not start (so that the owner reads it, not a closed pipe), then returns
+// err.
+func failStart(in io.Reader, f *frames, err error) error {
+	env, rerr := wire.ReadEnvelope(in)
+	if rerr == nil {
+		f.begin(env.ID)
+		f.send(wire.McpToolError{Message: wire.McpText(Cut1(oneLine(err.Error()), 4096)), Ended: true})
+		f.end()
+	}
+	return err
+}
+
+// serveFrames answers brokerd's frames from in until in ends or the
+// server fails.
+func serveFrames(ctx context.Context, in io.Reader, f *frames, cs *mcp.ClientSession, lim Limits) error {
 	for {
 		env, err := wire.ReadEnvelope(in)
 		if errors.Is(err, io.EOF) {
@@ -216,7 +235,13 @@ func (f *frames) call(ctx context.Context, cs *mcp.ClientSession, m wire.McpTool
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: string(m.Tool), Arguments: json.RawMessage(m.Arguments)})
 	var rpcErr *jsonrpc.Error
 	switch {
-	case errors.As(err, &rpcErr):
+	case errors.As(err, &rpcErr) && rpcErr.Code == codeRejected && ctx.Err() == nil:
+		// The streamable HTTP transport's "the request never reached the
+		// server" (egressd refused it, or the server is down): the error's
+		// whole text says why, and the next call starts afresh.
+		f.send(wire.McpToolError{Message: wire.McpText("the server failed: " + Cut1(oneLine(err.Error()), 1024)), Ended: true})
+		return fmt.Errorf("%w: %s", ErrEnded, oneLine(err.Error()))
+	case errors.As(err, &rpcErr) && rpcErr.Code != codeRejected:
 		return f.send(wire.McpToolError{Message: wire.McpText(Cut1(oneLine(fmt.Sprintf("server error %d: %s", rpcErr.Code, rpcErr.Message)), 4096))})
 	case ctx.Err() != nil:
 		f.send(wire.McpToolError{Message: wire.McpText(fmt.Sprintf("the server did not answer within %v", lim.CallTime)), Ended: true})
@@ -229,6 +254,10 @@ func (f *frames) call(ctx context.Context, cs *mcp.ClientSession, m wire.McpTool
 	text, truncated := Render(res, limit)
 	return f.sendResult(text, res.IsError, truncated)
 }
+
+// codeRejected is the Go SDK's jsonrpc2.ErrRejected, which its streamable
+// HTTP transport wraps around a request that did not reach the server.
+const codeRejected = -32005
 
 // oneLine keeps an error's text to one sanitized line.
 func oneLine(s string) string { return strings.Join(strings.Fields(sanitize(s)), " ") }

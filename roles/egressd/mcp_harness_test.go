@@ -1,0 +1,87 @@
+package egressd
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"boxmaker/roles/internal/fdpass"
+	"boxmaker/wire"
+)
+
+// mcpSandbox is the sandbox's side of a remote MCP channel, as toolkit
+// mcp holds it: the channel, and a client whose every connection is a
+// fresh socketpair sent on it.
+type mcpSandbox struct {
+	t  *testing.T
+	ch *net.UnixConn
+}
+
+// openMCP asks egressd for a channel to url with auth.
+func (h *harness) openMCP(url string, auth *string) *mcpSandbox {
+	h.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	end, err := fdpass.OpenMCPEgress(ctx, h.path, wire.McpURL(url), auth)
+	if err != nil {
+		h.t.Fatalf("OpenMCPEgress: %v", err)
+	}
+	c, err := net.FileConn(end)
+	end.Close()
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	sb := &mcpSandbox{t: h.t, ch: c.(*net.UnixConn)}
+	h.t.Cleanup(func() { sb.ch.Close() })
+	return sb
+}
+
+// dial sends egressd one end of a fresh socketpair and returns the other.
+func (sb *mcpSandbox) dial(context.Context, string, string) (net.Conn, error) {
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	mine, theirs := os.NewFile(uintptr(fds[0]), "mine"), os.NewFile(uintptr(fds[1]), "theirs")
+	defer mine.Close()
+	defer theirs.Close()
+	if _, _, err := sb.ch.WriteMsgUnix([]byte{0}, syscall.UnixRights(fds[1]), nil); err != nil {
+		return nil, err
+	}
+	return net.FileConn(mine)
+}
+
+// client is an HTTP client over the channel, as toolkit's: plain HTTP on
+// each connection even for https, one request per connection.
+func (sb *mcpSandbox) client() *http.Client {
+	return &http.Client{
+		Transport: &http.Transport{DialContext: sb.dial, DialTLSContext: sb.dial, DisableKeepAlives: true, DisableCompression: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+		Timeout: 10 * time.Second,
+	}
+}
+
+// do makes one request over the channel.
+func (sb *mcpSandbox) do(method, url string, header http.Header, body string) (*http.Response, string) {
+	sb.t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		sb.t.Fatal(err)
+	}
+	for k, v := range header {
+		req.Header[k] = v
+	}
+	resp, err := sb.client().Do(req)
+	if err != nil {
+		sb.t.Fatalf("%s %s over the channel: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	return resp, bodyOf(sb.t, resp)
+}

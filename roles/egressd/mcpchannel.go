@@ -1,0 +1,169 @@
+package egressd
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Bounds of one channel.
+const (
+	// maxMCPConns bounds the connections a channel has open at once: the
+	// streamable HTTP client needs a POST or two, the GET stream and a
+	// resumption. One more is refused by closing it.
+	maxMCPConns = 8
+	// mcpIdleUpstream is how long an upstream connection kept for the
+	// channel's next request may sit unused.
+	mcpIdleUpstream = 30 * time.Second
+)
+
+// channel is one remote MCP instance's link to egressd.
+type channel struct {
+	s      *server
+	grant  mcpGrant
+	client *http.Client // upstream, for this channel only
+	conns  chan struct{}
+	wg     sync.WaitGroup
+}
+
+// serveChannel takes the descriptors the sandbox sends on ch and serves a
+// request on each, until ch ends (the instance ended) or ctx does; then it
+// ends every connection it still serves.
+func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant) {
+	defer ch.Close()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(ctx, func() { ch.Close() })
+	defer stop()
+	c := &channel{s: s, grant: g, conns: make(chan struct{}, maxMCPConns)}
+	c.client = c.upstream()
+	defer c.client.CloseIdleConnections()
+	defer c.wg.Wait()
+	defer cancel() // before the Wait: the connections end with the channel
+	for {
+		conn, err := receiveConn(ch)
+		switch {
+		case errors.Is(err, errNoDescriptor):
+			continue // dropped; the channel goes on
+		case err != nil:
+			if ctx.Err() == nil && !errors.Is(err, io.EOF) {
+				s.log.Printf("mcp %s: channel ended: %v", g.target.Authority(), err)
+			}
+			return
+		}
+		select {
+		case c.conns <- struct{}{}:
+		default:
+			s.log.Printf("mcp %s: refused a connection: %d are open already", g.target.Authority(), maxMCPConns)
+			conn.Close()
+			continue
+		}
+		c.wg.Go(func() {
+			defer func() { <-c.conns }()
+			c.serveConn(ctx, conn)
+		})
+	}
+}
+
+// errNoDescriptor is a byte that came on the channel without a stream
+// socket beside it.
+var errNoDescriptor = errors.New("a byte came on the channel without a stream socket")
+
+// receiveConn reads one byte and the one descriptor beside it, which must
+// be a Unix stream socket. Extra descriptors are closed.
+func receiveConn(ch *net.UnixConn) (net.Conn, error) {
+	var b [1]byte
+	oob := make([]byte, syscall.CmsgSpace(4*4))
+	n, oobn, _, _, err := ch.ReadMsgUnix(b[:], oob)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, io.EOF
+	}
+	files := parseRights(oob[:oobn])
+	if len(files) == 0 {
+		return nil, errNoDescriptor
+	}
+	for _, f := range files[1:] {
+		f.Close()
+	}
+	if !isStreamSocket(files[0]) {
+		files[0].Close()
+		return nil, errNoDescriptor
+	}
+	conn, err := sandboxConn(files[0])
+	if err != nil {
+		return nil, errNoDescriptor
+	}
+	return conn, nil
+}
+
+// isStreamSocket reports whether f is a stream socket: a datagram socket
+// would carry requests egressd never meant to read.
+func isStreamSocket(f *os.File) bool {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return false
+	}
+	typ := -1
+	_ = raw.Control(func(fd uintptr) {
+		typ, _ = syscall.GetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_TYPE)
+	})
+	return typ == syscall.SOCK_STREAM
+}
+
+// parseRights wraps every descriptor in oob at once, so that none leaks.
+func parseRights(oob []byte) []*os.File {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for i := range msgs {
+		if msgs[i].Header.Level != syscall.SOL_SOCKET || msgs[i].Header.Type != syscall.SCM_RIGHTS {
+			continue
+		}
+		fds, err := syscall.ParseUnixRights(&msgs[i])
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			files = append(files, os.NewFile(uintptr(fd), "mcp connection"))
+		}
+	}
+	return files
+}
+
+// upstream is the channel's own client: it dials only through a guard that
+// approved the url's origin and nothing else, speaks HTTP/1.1, does the TLS
+// itself with the url's host, never uses a proxy from the environment and
+// never follows a redirect (serveConn refuses a 3xx). Its connections are
+// kept for the channel's next requests only, never for another's.
+func (c *channel) upstream() *http.Client {
+	gd := c.s.newGuard(c.grant.hosts)
+	gd.approve(c.grant.target)
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	return &http.Client{
+		Transport: &http.Transport{
+			Proxy:                  nil,
+			DialContext:            gd.dial,
+			TLSClientConfig:        &tls.Config{RootCAs: c.s.roots, MinVersion: tls.VersionTLS12},
+			Protocols:              &protocols,
+			DisableCompression:     true, // redaction needs the bytes as they are
+			MaxResponseHeaderBytes: maxHeaderBytes,
+			ResponseHeaderTimeout:  c.s.limits.Timeout.D(),
+			MaxConnsPerHost:        maxMCPConns,
+			IdleConnTimeout:        mcpIdleUpstream,
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}

@@ -1,0 +1,70 @@
+package egressd
+
+import (
+	"bytes"
+	"io"
+)
+
+// streamRedactor writes a streamed body with the secret taken out. A read
+// can end inside an echoed secret, so it holds back the longest tail that
+// could begin one and decides on it with the next bytes: the secret never
+// goes out whole, nor split across writes.
+type streamRedactor struct {
+	needles [][]byte
+	out     io.Writer
+	pending []byte
+}
+
+func newStreamRedactor(s secret, out io.Writer) *streamRedactor {
+	r := &streamRedactor{out: out}
+	for _, n := range s.needles {
+		r.needles = append(r.needles, []byte(n))
+	}
+	return r
+}
+
+// write passes p on, less what it must hold back.
+func (r *streamRedactor) write(p []byte) error {
+	if len(r.needles) == 0 {
+		_, err := r.out.Write(p)
+		return err
+	}
+	r.pending = append(r.pending, p...)
+	for _, n := range r.needles {
+		r.pending = bytes.ReplaceAll(r.pending, n, []byte(redacted))
+	}
+	hold := r.held()
+	ready := r.pending[:len(r.pending)-hold]
+	if len(ready) == 0 {
+		return nil
+	}
+	_, err := r.out.Write(ready)
+	r.pending = append(r.pending[:0], r.pending[len(ready):]...)
+	return err
+}
+
+// held is the length of the longest tail of pending that is a proper
+// prefix of a needle.
+func (r *streamRedactor) held() int {
+	best := 0
+	for _, n := range r.needles {
+		for k := min(len(n)-1, len(r.pending)); k > best; k-- {
+			if bytes.HasSuffix(r.pending, n[:k]) {
+				best = k
+				break
+			}
+		}
+	}
+	return best
+}
+
+// close writes what was held back, unless the body was cut: then the tail
+// may be the start of a secret whose end never came, and is dropped.
+func (r *streamRedactor) close(cut bool) error {
+	defer func() { r.pending = nil }()
+	if cut || len(r.pending) == 0 {
+		return nil
+	}
+	_, err := r.out.Write(r.pending)
+	return err
+}
