@@ -1,10 +1,13 @@
 package egressd
 
 import (
+	"context"
 	"io"
+	"log"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The security review of the remote MCP path (docs/decisions.md,
@@ -124,5 +127,86 @@ func TestMCPChannelRedirectNamesNoPartOfTheSecret(t *testing.T) {
 	wantRefused(t, resp, "a redirect")
 	if strings.Contains(body, token[:6]) || strings.Contains(h.logs.String(), token[:6]) {
 		t.Errorf("the start of the secret came back: %q; log %s", body, h.logs)
+	}
+}
+
+// A compromised sandbox decides how many connections it makes: a flood of
+// garbled requests (each one a 400 and a log line) must not become a flood
+// of lines in up's log.
+func TestMCPChannelLogIsRateLimited(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
+	const flood = 300
+	start := time.Now()
+	for range flood {
+		conn, err := sb.dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, "garbage\r\n\r\n")
+		io.ReadAll(conn) // egressd logs before it closes the connection
+		conn.Close()
+	}
+	lines := strings.Count(h.logs.String(), "mcp - http://")
+	bound := mcpLogBurst + int(time.Since(start)/mcpLogInterval) + 1
+	if lines == 0 || lines > bound {
+		t.Errorf("%d garbled requests made %d log lines, want 1 to %d", flood, lines, bound)
+	}
+}
+
+// A body encoded behind a first Content-Encoding of identity is still an
+// encoded body: the secret could pass inside it unseen.
+func TestMCPChannelRefusesAnEncodingBehindIdentity(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Content-Encoding", "identity")
+		w.Header().Add("Content-Encoding", "gzip")
+		io.WriteString(w, "\x1f\x8b compressed")
+	})
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, ptr("Bearer tok-enc"))
+	resp, body := sb.do(http.MethodPost, url, nil, "{}")
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(body, "encoded body") {
+		t.Errorf("identity then gzip: %d %q", resp.StatusCode, body)
+	}
+}
+
+// After a burst the limiter passes a line per interval, and that line says
+// how many it dropped, so that the owner knows the log is incomplete.
+func TestLineLimiterSaysWhatItDropped(t *testing.T) {
+	var out strings.Builder
+	l := newLineLimiter(log.New(&out, "", 0))
+	now := time.Unix(1000, 0)
+	l.now = func() time.Time { return now }
+	for range mcpLogBurst + 5 {
+		l.print("line")
+	}
+	if n := strings.Count(out.String(), "\n"); n != mcpLogBurst {
+		t.Fatalf("a burst of %d made %d lines", mcpLogBurst+5, n)
+	}
+	now = now.Add(mcpLogInterval)
+	l.print("later")
+	if !strings.HasSuffix(out.String(), "later (and 5 lines of this channel dropped before it: too many)\n") {
+		t.Errorf("after the interval: %q", out.String()[len(out.String())-80:])
+	}
+}
+
+// A server whose JSON encoder escapes '/' (PHP's json_encode does, by
+// default) echoes a token with a slash as "\/": that is the token still,
+// and the sandbox would read it once it decodes the JSON.
+func TestMCPChannelRedactsATokenEchoedAsJSON(t *testing.T) {
+	const token = "tok/json/7Qx+e="
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		escaped := strings.ReplaceAll(r.Header.Get("Authorization"), "/", `\/`)
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"bad credential `+escaped+`"}}`)
+	})
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, ptr("Bearer "+token))
+	_, body := sb.do(http.MethodPost, url, nil, "{}")
+	if strings.Contains(body, `tok\/json`) || !strings.Contains(body, "bad credential [redacted]") {
+		t.Errorf("the sandbox read %q", body)
 	}
 }

@@ -54,7 +54,7 @@ func (c *channel) serveConn(ctx context.Context, conn net.Conn) {
 			_ = f.response().Write(conn)
 		}
 	}
-	c.s.log.Print("mcp " + c.grant.secret.redact(rec.String()))
+	c.lines.print("mcp " + c.grant.secret.redact(rec.String()))
 }
 
 // errAnswered is a failure after the response head went out: nothing more
@@ -182,7 +182,7 @@ func (c *channel) checkResponse(up *http.Response) error {
 		}
 		return refused("the MCP server answered %d, a redirect to %s: egressd follows no redirect for an MCP server", up.StatusCode, where)
 	}
-	if enc := up.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	if encoded(up.Header) {
 		return &failure{status: http.StatusBadGateway, kind: "upstream", public: "the MCP server sent an encoded body (Content-Encoding), which egressd does not pass on"}
 	}
 	for _, id := range up.Header.Values(mcpSessionHeader) {

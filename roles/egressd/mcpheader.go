@@ -70,3 +70,16 @@ func spellsSecret(name string, sec secret) bool {
 	}
 	return false
 }
+
+// encoded reports whether a response's body is encoded: any coding in any
+// of its Content-Encoding values but identity, not only the first's.
+func encoded(h http.Header) bool {
+	for _, v := range h.Values("Content-Encoding") {
+		for _, coding := range strings.Split(v, ",") {
+			if c := strings.TrimSpace(coding); c != "" && !strings.EqualFold(c, "identity") {
+				return true
+			}
+		}
+	}
+	return false
+}
