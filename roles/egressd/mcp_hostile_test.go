@@ -210,3 +210,28 @@ func TestMCPChannelRedactsATokenEchoedAsJSON(t *testing.T) {
 		t.Errorf("the sandbox read %q", body)
 	}
 }
+
+// A line quotes the sandbox's method or request line, which only the
+// request head's 64 KiB bounds: it is cut at 4 KiB.
+func TestMCPChannelLogLinesAreCut(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
+	for _, head := range []string{
+		strings.Repeat("M", 40<<10) + " /mcp HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /mcp HTTP/1.1\r\nHost: x\r\n" + strings.Repeat("y", 40<<10) + "\r\n\r\n",
+	} {
+		conn, err := sb.dial(context.Background(), "", "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(conn, head)
+		io.ReadAll(conn)
+		conn.Close()
+	}
+	for line := range strings.Lines(h.logs.String()) {
+		if len(line) > mcpLogLine+64 {
+			t.Errorf("a log line of %d bytes: %.80q...", len(line), line)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package egressd
 import (
 	"fmt"
 	"log"
+	"strings"
 	"sync"
 	"time"
 )
@@ -14,6 +15,10 @@ import (
 const (
 	mcpLogBurst    = 32          // lines a channel may log at once
 	mcpLogInterval = time.Second // and then one per interval
+	// mcpLogLine cuts a line, as brokerd cuts an MCP server's notice: a
+	// line quotes the sandbox's method or request line, which only the
+	// request head's 64 KiB bounds.
+	mcpLogLine = 4 << 10
 )
 
 // lineLimiter passes a burst of lines, then one per interval; the next line
@@ -48,6 +53,9 @@ func (l *lineLimiter) print(line string) {
 	if l.dropped > 0 {
 		line = fmt.Sprintf("%s (and %d lines of this channel dropped before it: too many)", line, l.dropped)
 		l.dropped = 0
+	}
+	if len(line) > mcpLogLine {
+		line = strings.ToValidUTF8(line[:mcpLogLine], "") + " [cut]"
 	}
 	l.log.Print(line)
 }
