@@ -4,10 +4,13 @@ import (
 	"context"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"boxmaker/roles/internal/config"
 )
 
 // The security review of the remote MCP path (docs/decisions.md,
@@ -233,5 +236,34 @@ func TestMCPChannelLogLinesAreCut(t *testing.T) {
 		if len(line) > mcpLogLine+64 {
 			t.Errorf("a log line of %d bytes: %.80q...", len(line), line)
 		}
+	}
+}
+
+// A server that takes the connection and never finishes the TLS handshake
+// fails the request with egressd's timeout, as one slow to answer does:
+// [egress] timeout bounds the handshake too.
+func TestMCPChannelStalledHandshakeTimesOut(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() }) // held, never answered
+		}
+	}()
+	lim := testLimits
+	lim.Timeout = config.Dur(300 * time.Millisecond)
+	h := startEgressd(t, Options{Limits: lim})
+	url := "https://" + ln.Addr().String() + "/mcp"
+	sb := h.openMCP(url, ptr("Bearer tok-stall"))
+	resp, body := sb.do(http.MethodPost, url, nil, "{}")
+	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(errorHeader) != "timeout" {
+		t.Errorf("a stalled handshake: %d %q", resp.StatusCode, body)
 	}
 }

@@ -163,6 +163,7 @@ func (c *channel) upstream() *http.Client {
 			DisableCompression:     true, // redaction needs the bytes as they are
 			MaxResponseHeaderBytes: maxHeaderBytes,
 			ResponseHeaderTimeout:  c.s.limits.Timeout.D(),
+			TLSHandshakeTimeout:    c.s.limits.Timeout.D(), // an MCP exchange has no deadline of its own
 			MaxConnsPerHost:        maxMCPConns,
 			IdleConnTimeout:        mcpIdleUpstream,
 		},
