@@ -6,7 +6,10 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -265,5 +268,49 @@ func TestMCPChannelStalledHandshakeTimesOut(t *testing.T) {
 	resp, body := sb.do(http.MethodPost, url, nil, "{}")
 	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(errorHeader) != "timeout" {
 		t.Errorf("a stalled handshake: %d %q", resp.StatusCode, body)
+	}
+}
+
+// What a compromised sandbox may send instead of a socketpair's end (a
+// file, a listening socket, both ends of one pair) is closed or fails
+// alone, and the channel goes on serving.
+func TestMCPChannelSurvivesOtherDescriptors(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	send := func(fds ...int) {
+		t.Helper()
+		if _, _, err := sb.ch.WriteMsgUnix([]byte{0}, syscall.UnixRights(fds...), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f, err := os.Open(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	send(int(f.Fd()))
+	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: filepath.Join(t.TempDir(), "l.sock"), Net: "unix"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	lf, _ := ln.File()
+	defer lf.Close()
+	send(int(lf.Fd()))
+	pair, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(pair[0], pair[1]) // two at once: the second is closed
+	send(pair[1])
+	syscall.Close(pair[0])
+	syscall.Close(pair[1])
+	if resp, body := sb.do(http.MethodPost, url, nil, ""); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Errorf("after the other descriptors: %d %q", resp.StatusCode, body)
+	}
+	if n := up.hits.Load(); n != 1 {
+		t.Errorf("the server got %d requests, want 1", n)
 	}
 }
