@@ -14,15 +14,17 @@
 // egress_mcp_open instead, with the instance's channel: the sandbox sends on
 // it one end of a fresh socketpair per HTTP connection, and egressd serves
 // one request on each, to the url's one origin and path only, with POST,
-// GET or DELETE, the Authorization value added, no redirect followed, the
-// response streamed back as it comes, cleaned of the secret and cut at
-// max_bytes; every connection ends with the channel.
+// GET or DELETE, streamable HTTP's headers alone passed either way, the
+// Authorization value added, no redirect followed, the response streamed
+// back as it comes, cleaned of the secret and cut at max_bytes, and the
+// channel's log lines rate limited; every connection ends with the channel.
 //
 // egressd must never use a proxy from the environment, resolve a name twice
 // for one connection, connect to an address it has not checked, let a
 // sandbox's Authorization, Cookie or Proxy-* header through, write the
 // secret back to the sandbox or into a log, reuse a connection across calls
-// (or, for MCP, across channels), follow a redirect for an MCP server,
+// (or, for MCP, across channels), follow a redirect for an MCP server, pass
+// an MCP exchange a header streamable HTTP does not name (mcpheader.go),
 // accept a frame other than egress_open and egress_mcp_open, or import
 // another role's package.
 package egressd

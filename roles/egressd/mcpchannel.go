@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -31,6 +32,7 @@ type channel struct {
 	client *http.Client // upstream, for this channel only
 	conns  chan struct{}
 	wg     sync.WaitGroup
+	lines  *lineLimiter // the sandbox decides how many lines there are
 }
 
 // serveChannel takes the descriptors the sandbox sends on ch and serves a
@@ -42,7 +44,7 @@ func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant)
 	defer cancel()
 	stop := context.AfterFunc(ctx, func() { ch.Close() })
 	defer stop()
-	c := &channel{s: s, grant: g, conns: make(chan struct{}, maxMCPConns)}
+	c := &channel{s: s, grant: g, conns: make(chan struct{}, maxMCPConns), lines: newLineLimiter(s.log)}
 	c.client = c.upstream()
 	defer c.client.CloseIdleConnections()
 	defer c.wg.Wait()
@@ -61,7 +63,7 @@ func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant)
 		select {
 		case c.conns <- struct{}{}:
 		default:
-			s.log.Printf("mcp %s: refused a connection: %d are open already", g.target.Authority(), maxMCPConns)
+			c.lines.print(fmt.Sprintf("mcp %s: refused a connection: %d are open already", g.target.Authority(), maxMCPConns))
 			conn.Close()
 			continue
 		}
@@ -161,6 +163,7 @@ func (c *channel) upstream() *http.Client {
 			DisableCompression:     true, // redaction needs the bytes as they are
 			MaxResponseHeaderBytes: maxHeaderBytes,
 			ResponseHeaderTimeout:  c.s.limits.Timeout.D(),
+			TLSHandshakeTimeout:    c.s.limits.Timeout.D(), // an MCP exchange has no deadline of its own
 			MaxConnsPerHost:        maxMCPConns,
 			IdleConnTimeout:        mcpIdleUpstream,
 		},

@@ -54,7 +54,7 @@ func (c *channel) serveConn(ctx context.Context, conn net.Conn) {
 			_ = f.response().Write(conn)
 		}
 	}
-	c.s.log.Print("mcp " + c.grant.secret.redact(rec.String()))
+	c.lines.print("mcp " + c.grant.secret.redact(rec.String()))
 }
 
 // errAnswered is a failure after the response head went out: nothing more
@@ -98,7 +98,7 @@ func (c *channel) outbound(ctx context.Context, req *http.Request) (*http.Reques
 	if err != nil {
 		return nil, &failure{status: http.StatusBadRequest, kind: "bad_request", public: err.Error()}
 	}
-	out.Header = forwardHeader(req.Header)
+	out.Header = mcpRequestHeader(req.Header)
 	// The bytes must come back as they are, so that the secret can be
 	// found in them.
 	out.Header.Del("Accept-Encoding")
@@ -142,7 +142,7 @@ func (c *channel) relay(ctx context.Context, conn net.Conn, out *http.Request, r
 	if err := c.checkResponse(up); err != nil {
 		return err
 	}
-	h := backHeader(up.Header, c.grant.secret)
+	h := mcpResponseHeader(up.Header, c.grant.secret)
 	dropControlValues(h)
 	w := bufio.NewWriter(conn)
 	fmt.Fprintf(w, "HTTP/1.1 %03d %s\r\n", up.StatusCode, http.StatusText(up.StatusCode))
@@ -164,19 +164,25 @@ func (c *channel) relay(ctx context.Context, conn net.Conn, out *http.Request, r
 	return nil
 }
 
-// checkResponse refuses what egressd will not pass on: a redirect (an MCP
+// checkResponse refuses what egressd will not pass on: a protocol switch
+// (the upstream connection itself would be the body), a redirect (an MCP
 // server has one endpoint, and following one would reach another origin),
 // an encoded body it could not clean of the secret, and a session id that
 // is not visible ASCII, as streamable HTTP requires of it.
 func (c *channel) checkResponse(up *http.Response) error {
+	if up.StatusCode < 200 {
+		return &failure{status: http.StatusBadGateway, kind: "upstream", public: fmt.Sprintf("the MCP server answered %d, which egressd does not pass on", up.StatusCode)}
+	}
 	if up.StatusCode >= 300 && up.StatusCode < 400 {
 		where := "another URL"
 		if loc, err := url.Parse(up.Header.Get("Location")); err == nil && loc.Hostname() != "" {
-			where = fmt.Sprintf("%.64q", loc.Hostname())
+			// Redacted before the cut, which could leave the start of
+			// the secret where redaction would no longer find it.
+			where = fmt.Sprintf("%.64q", c.grant.secret.redact(loc.Hostname()))
 		}
 		return refused("the MCP server answered %d, a redirect to %s: egressd follows no redirect for an MCP server", up.StatusCode, where)
 	}
-	if enc := up.Header.Get("Content-Encoding"); enc != "" && !strings.EqualFold(enc, "identity") {
+	if encoded(up.Header) {
 		return &failure{status: http.StatusBadGateway, kind: "upstream", public: "the MCP server sent an encoded body (Content-Encoding), which egressd does not pass on"}
 	}
 	for _, id := range up.Header.Values(mcpSessionHeader) {
