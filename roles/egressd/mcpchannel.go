@@ -25,7 +25,7 @@ const (
 
 // channel is one remote MCP instance's link to egressd.
 type channel struct {
-	s      *server
+	s     *server
 	grant mcpGrant
 	guard *guard      // dials the url's origin and nothing else
 	tls   *tls.Config // the server's name is set per connection
