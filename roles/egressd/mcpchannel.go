@@ -33,8 +33,8 @@ type channel struct {
 	wg    sync.WaitGroup
 }
 
-// serveChannel takes the descriptors the sandbox sends on ch and serves a
-// request on each, until ch ends (the instance ended) or ctx does; then it
+// serveChannel takes the descriptors the sandbox sends on ch and serves
+// requests on each, until ch ends (the instance ended) or ctx does; then it
 // ends every connection it still serves.
 func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant) {
 	defer ch.Close()
