@@ -65,6 +65,12 @@ type importRule struct {
 var homeRules = []importRule{
 	{imp: "golang.org/x/sys/unix", not: "roles/brokerd",
 		why: "brokerd's own package makes no system calls of its own: the notes' walk is roles/brokerd/internal/notes'"},
+	{imp: "boxmaker/roles/internal/atomicfile", not: "roles/brokerd",
+		why: "brokerd's own package writes no state of its own: each store is a package under roles/brokerd/internal/ (sessions, handles, jobruns, notes, checkpoints)"},
+	{imp: "boxmaker/roles/internal/units", not: "roles/brokerd",
+		why: "brokerd's own package looks for no secret's copy itself: roles/brokerd/internal/secrets reads them"},
+	{imp: "golang.org/x/mod/sumdb/note", not: "roles/brokerd",
+		why: "brokerd's own package signs nothing: the checkpoint key and the witness are roles/brokerd/internal/checkpoints'"},
 	{imp: "boxmaker/roles/internal/nofollow", only: []string{"roles/brokerd/internal/notes", "roles/internal/sandbox", "roles/bxctl"},
 		why: "only the notes' walk, the sandbox's mounts and bxctl's readers of loopd's and brokerd's files open paths beneath a directory a sandbox or a role could plant links in"},
 }
@@ -195,6 +201,14 @@ var madeOnlyIn = map[string]string{
 	// only by brokerd's record of runs.
 	"wire.JobRun":     "roles/brokerd/internal/jobruns",
 	"jobs.JobSession": "roles/brokerd/internal/jobruns",
+	// A session's taint and trust are read from disk, and raised, only by
+	// the store that keeps them durable before a result is sent.
+	"policy.NewSession":     "roles/brokerd/internal/sessions",
+	"policy.ParseSession":   "roles/brokerd/internal/sessions",
+	"policy.RestoreSession": "roles/brokerd/internal/sessions",
+	// The audit log's checkpoints are signed only with the key that the
+	// checkpoints package keeps in broker/.
+	"audit.CheckpointConfig": "roles/brokerd/internal/checkpoints",
 }
 
 // checkMadeOnlyIn: production code outside a type's home builds no value
@@ -239,6 +253,32 @@ func qualified(e ast.Expr) string {
 		return ""
 	}
 	return x.Name + "." + sel.Sel.Name
+}
+
+// checkRoutes: a listener answers through its table of kinds (Kinds or
+// FileKinds, whose Route checks it against the role table at start):
+// production code outside roles/internal/sock assigns no Handle or
+// HandleFile of its own.
+func checkRoutes(files []goFile) []string {
+	var bad []string
+	for _, f := range files {
+		if f.isTest() || f.pkgDir == "roles/internal/sock" {
+			continue
+		}
+		ast.Inspect(f.ast, func(n ast.Node) bool {
+			as, ok := n.(*ast.AssignStmt)
+			if !ok {
+				return true
+			}
+			for _, lhs := range as.Lhs {
+				if sel, ok := lhs.(*ast.SelectorExpr); ok && (sel.Sel.Name == "Handle" || sel.Sel.Name == "HandleFile") {
+					bad = append(bad, fmt.Sprintf("%s:%d: sets %s; route a table of kinds (sock.Kinds, sock.FileKinds)", f.path, f.fset.Position(as.Pos()).Line, sel.Sel.Name))
+				}
+			}
+			return true
+		})
+	}
+	return bad
 }
 
 // checkPeerChecks: a gate's peer check comes from the role table, and a

@@ -53,8 +53,13 @@ func realModel(t *testing.T) string {
 	return base
 }
 
+// directClient is the tests' own client of the server: a connection per
+// request, since llama-server closes a kept-alive connection after a stream
+// and a POST sent on it at that moment gets EOF (docs/decisions.md).
+var directClient = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 func getJSON(url string, v any) error {
-	resp, err := http.Get(url)
+	resp, err := directClient.Get(url)
 	if err != nil {
 		return err
 	}
@@ -70,7 +75,7 @@ func postJSON(url string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := http.Post(url, "application/json", bytes.NewReader(data))
+	resp, err := directClient.Post(url, "application/json", bytes.NewReader(data))
 	if err != nil {
 		return err
 	}
@@ -157,13 +162,25 @@ const forcedTokens = 160
 
 // toolChoiceProxy serves in front of the real server and changes one thing
 // in a chat request that offers tools: it adds tool_choice, "required"
-// (with max_tokens forcedTokens) while the owner's last message asks for
-// more calls by its callMark, and "none" otherwise. A 270M model never
-// decides to call a tool by itself; with "required" the server holds its
-// output to the tool-call grammar and parses the calls from it, which is
-// what the tests need of it. The rendered prompt does not depend on
-// tool_choice, so the cache is untouched. Everything else passes byte for
-// byte, streams included; the tap reads the replies' timings on the way.
+// (with parallel_tool_calls false and max_tokens forcedTokens) while the
+// owner's last message asks for more calls by its callMark, and "none"
+// otherwise. A 270M model never decides to call a tool by itself; with
+// "required" the server holds its output to the tool-call grammar and
+// parses the calls from it, which is what the tests need of it. With
+// parallel_tool_calls false that grammar (fixtures/llama/gemma3-tools.jinja
+// wraps a step's calls in one <tool_call> section) ends after one call, and
+// the grammar's end lets only an end of turn follow, so the base model,
+// which never ends a turn by itself, ends this one. With "none" it stops
+// the reply at "<tool_call>": the base model copies its prompt, tools
+// section and earlier calls included, into a text reply, and loopd rightly
+// neutralises the markers in it when it replays the reply; the model's
+// next forced call then copies the neutralised "<\u200dtool_call>", which
+// the grammar takes as text, and runs to max_tokens without a call (seen in
+// the inspect subtest). A capable model writes no call as text. The
+// rendered prompt depends on none of these options, so the cache is
+// untouched. Everything
+// else passes byte for byte, streams included; the tap reads the replies'
+// timings on the way.
 func toolChoiceProxy(t *testing.T, base string) (string, *modelTap) {
 	t.Helper()
 	target, err := url.Parse(base)
@@ -185,9 +202,9 @@ func toolChoiceProxy(t *testing.T, base string) (string, *modelTap) {
 		tap.mu.Unlock()
 		switch toolChoiceFor(body) {
 		case "required":
-			body = append([]byte(`{"tool_choice":"required","max_tokens":`+strconv.Itoa(forcedTokens)+`,`), body[1:]...)
+			body = append([]byte(`{"tool_choice":"required","parallel_tool_calls":false,"max_tokens":`+strconv.Itoa(forcedTokens)+`,`), body[1:]...)
 		case "none":
-			body = append([]byte(`{"tool_choice":"none",`), body[1:]...)
+			body = append([]byte(`{"tool_choice":"none","stop":["<tool_call>"],`), body[1:]...)
 		}
 		r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
 		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
@@ -203,11 +220,14 @@ func toolChoiceProxy(t *testing.T, base string) (string, *modelTap) {
 	return srv.URL, tap
 }
 
-// tapReader passes a reply through and keeps the timings of its events.
+// tapReader passes a reply through and keeps the timings of its last
+// event that has them, as loopd reads them: with a stop string, llama-server
+// sends timings on the chunk before the last one too.
 type tapReader struct {
 	io.ReadCloser
 	tap  *modelTap
 	line []byte
+	at   int // the reply's place in tap.timings, once it has one; 0 before
 }
 
 func (r *tapReader) Read(p []byte) (int, error) {
@@ -222,7 +242,11 @@ func (r *tapReader) Read(p []byte) (int, error) {
 		}
 		if data, ok := bytes.CutPrefix(r.line, []byte("data: ")); ok && json.Unmarshal(data, &ev) == nil && ev.Timings != nil {
 			r.tap.mu.Lock()
-			r.tap.timings = append(r.tap.timings, *ev.Timings)
+			if r.at == 0 {
+				r.tap.timings = append(r.tap.timings, replyTimings{})
+				r.at = len(r.tap.timings)
+			}
+			r.tap.timings[r.at-1] = *ev.Timings
 			r.tap.mu.Unlock()
 		}
 		r.line = r.line[:0]

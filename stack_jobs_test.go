@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 )
 
 // Scheduled jobs on a live stack (DESIGN.md section 13): `boxmaker up` as
@@ -113,15 +114,11 @@ func (s *stack) jobsRun(id string) string {
 // waitForJob polls `jobs show ID` until cond holds of its output.
 func (s *stack) waitForJob(id, what string, wait time.Duration, cond func(string) bool) string {
 	s.t.Helper()
-	for deadline := time.Now().Add(wait); ; time.Sleep(250 * time.Millisecond) {
-		out := s.run("jobs", "show", id)
-		if cond(out) {
-			return out
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("job %s: %s did not happen:\n%s\nup's log:\n%s", id, what, out, s.log)
-		}
+	var out string
+	if !poll.Holds(wait, 250*time.Millisecond, func() bool { out = s.run("jobs", "show", id); return cond(out) }) {
+		s.t.Fatalf("job %s: %s did not happen:\n%s\nup's log:\n%s", id, what, out, s.log)
 	}
+	return out
 }
 
 // A job runs when the owner says and when it is due; its session log holds
@@ -162,10 +159,8 @@ func TestStackJobKilledWithLoopdIsNotRepeated(t *testing.T) {
 	var slow atomic.Int32
 	s := startJobsStack(t, &slow, map[string]string{"slow": "schedule = \"0 3 * * *\"\nprompt = \"slow job\"\ndeliver = \"log\"\ncatch_up = true\n"})
 	session := s.jobsRun("slow")
-	for deadline := time.Now().Add(30 * time.Second); slow.Load() == 0; time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the run never asked the model\n%s", s.log)
-		}
+	if !poll.Holds(30*time.Second, 50*time.Millisecond, func() bool { return slow.Load() != 0 }) {
+		t.Fatalf("the run never asked the model\n%s", s.log)
 	}
 	pid := s.pidOf("loopd")
 	syscall.Kill(pid, syscall.SIGKILL)
@@ -177,13 +172,8 @@ func TestStackJobKilledWithLoopdIsNotRepeated(t *testing.T) {
 	}
 	// up.json says running once the new loopd listens: it may trail the
 	// interrupted record, which the new loopd writes as it starts.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if p := s.pidOf("loopd"); p != 0 && p != pid {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("loopd was not restarted\n%s", s.log)
-		}
+	if !poll.Holds(30*time.Second, 50*time.Millisecond, func() bool { p := s.pidOf("loopd"); return p != 0 && p != pid }) {
+		t.Fatalf("loopd was not restarted\n%s", s.log)
 	}
 	if n := slow.Load(); n != 1 {
 		t.Errorf("the model was asked %d times for the run, want once", n)
@@ -226,12 +216,17 @@ func TestStackJobAsksAndDeliversOnMattermost(t *testing.T) {
 // waitForDM waits for a post by user in the direct channel dm containing text.
 func waitForDM(t *testing.T, s *stack, mm *mmdouble.Server, dm, user, text string) mmdouble.Post {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	var found mmdouble.Post
+	if poll.Holds(60*time.Second, 50*time.Millisecond, func() bool {
 		for _, p := range mm.PostsBy(user) {
 			if p.ChannelID == dm && strings.Contains(p.Message, text) {
-				return p
+				found = p
+				return true
 			}
 		}
+		return false
+	}) {
+		return found
 	}
 	var seen []string
 	for _, p := range mm.PostsBy(user) {

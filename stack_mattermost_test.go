@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 )
 
 // The owner talks to boxmaker on Mattermost and approves a fetch with a
@@ -45,10 +46,8 @@ func TestStackMattermostApprovalByReaction(t *testing.T) {
 	// gatewayd says when it ignores a reaction, so the check below runs
 	// after the reaction was handled, however fast or slow that was.
 	ignored := "a reaction from " + mallory.ID + ", who is not in allow_users, ignored"
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(s.log.String(), ignored); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("gatewayd never said it ignored the stranger's reaction\n%s", s.log)
-		}
+	if !poll.Holds(60*time.Second, 50*time.Millisecond, func() bool { return strings.Contains(s.log.String(), ignored) }) {
+		t.Fatalf("gatewayd never said it ignored the stranger's reaction\n%s", s.log)
 	}
 	if out := s.run("approvals"); !strings.Contains(out, "http_fetch") {
 		t.Fatalf("a stranger's reaction decided the approval:\n%s", out)
@@ -80,12 +79,17 @@ func appendFile(t *testing.T, path, text string) {
 // waitForPost waits for a post by user in the thread of root containing text.
 func waitForPost(t *testing.T, s *stack, mm *mmdouble.Server, root, user, text string) mmdouble.Post {
 	t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	var found mmdouble.Post
+	if poll.Holds(60*time.Second, 50*time.Millisecond, func() bool {
 		for _, p := range mm.Thread(root) {
 			if p.UserID == user && strings.Contains(p.Message, text) {
-				return p
+				found = p
+				return true
 			}
 		}
+		return false
+	}) {
+		return found
 	}
 	var seen []string
 	for _, p := range mm.Thread(root) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 )
 
@@ -57,13 +58,11 @@ func TestNewcomerFromAFreshClone(t *testing.T) {
 	}
 	p.tmux("send-keys", "-t", "chat:0", "Enter")
 	p.tmux("send-keys", "-t", "chat:0", "/quit", "Enter")
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if _, err := os.Stat(filepath.Join(clone, ".state", "run", "up.json")); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("boxmaker is still up after /quit:\n%s", p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat:0"))
-		}
+	if !poll.Holds(60*time.Second, 200*time.Millisecond, func() bool {
+		_, err := os.Stat(filepath.Join(clone, ".state", "run", "up.json"))
+		return os.IsNotExist(err)
+	}) {
+		t.Fatalf("boxmaker is still up after /quit:\n%s", p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat:0"))
 	}
 }
 
@@ -125,14 +124,13 @@ func freshClone(t *testing.T) string {
 // returns them; on a timeout it fails with them and the log, if any.
 func (p tmuxPane) waitForIn(target, what string, re *regexp.Regexp, limit time.Duration, log string) string {
 	p.t.Helper()
-	for deadline := time.Now().Add(limit); ; time.Sleep(100 * time.Millisecond) {
-		screen := p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", target)
-		if re.MatchString(screen) {
-			return screen
-		}
-		if time.Now().After(deadline) {
-			data, _ := os.ReadFile(log)
-			p.t.Fatalf("no %s in %s:\n%s\nthe log:\n%s", what, target, screen, data)
-		}
+	var screen string
+	if !poll.Holds(limit, 100*time.Millisecond, func() bool {
+		screen = p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", target)
+		return re.MatchString(screen)
+	}) {
+		data, _ := os.ReadFile(log)
+		p.t.Fatalf("no %s in %s:\n%s\nthe log:\n%s", what, target, screen, data)
 	}
+	return screen
 }

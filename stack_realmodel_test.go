@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -8,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"boxmaker/fixtures/require"
 	"boxmaker/wire"
 )
 
@@ -62,7 +62,7 @@ func TestStackRealModel(t *testing.T) {
 	t.Run("a tool call reaches brokerd", func(t *testing.T) { realToolCall(t, s) })
 	t.Run("turn markers in a message open no turn", func(t *testing.T) { realMessageMarkers(t, s, base, tap) })
 	t.Run("turn markers in a result open no turn", func(t *testing.T) { realMarkers(t, s, base, tap) })
-	t.Run("inspect answers through json_schema", func(t *testing.T) { realInspect(t, s) })
+	t.Run("inspect answers through json_schema", func(t *testing.T) { realInspect(t, s, tap) })
 	t.Run("a full context compacts", func(t *testing.T) { realCompaction(t, s) })
 }
 
@@ -103,19 +103,23 @@ func realTenTurns(t *testing.T, s *stack, tap *modelTap) {
 
 // realToolCall: the server parses a call from the model's output, loopd
 // sends it to brokerd, brokerd decides it by the grants and the audit log
-// records the decision.
+// records the decision: one call a grant allows, and one no grant covers.
 func realToolCall(t *testing.T, s *stack) {
-	turn := s.forcedCall(t, nil, "[call 1] Read the note notes/welcome.md with notes_read.")
-	if len(turn.calls) == 0 || len(turn.results) != len(turn.calls) {
-		t.Fatalf("want calls, each with its result: calls %+v, results %+v, reply %q", turn.calls, turn.results, turn.content)
-	}
-	for i, c := range turn.calls {
-		t.Logf("the model called %s%s: %s %s", c.Tool, c.Arguments, turn.results[i].Outcome, turn.results[i].Detail)
-	}
-	t.Logf("then answered %q", turn.content)
-	audit := s.run("audit", "tail", "-n", fmt.Sprint(len(turn.calls)))
-	if strings.Count(audit, `"session":"`+turn.session.String()+`"`) != len(turn.calls) || !strings.Contains(audit, `"tool":"`+turn.calls[0].Tool+`"`) {
-		t.Errorf("the audit log does not hold brokerd's decision of each call:\n%s", audit)
+	for _, c := range []struct{ path, decision string }{
+		{"notes/welcome.md", `"decision":{"outcome":"allowed","grant":"a-notes"}`},
+		{"diary/today.md", `"decision":{"outcome":"denied","reason":"no_grant",`},
+	} {
+		turn := s.forcedCall(t, nil, callMessage("notes_read", fmt.Sprintf(`{"path": %q}`, c.path)))
+		if len(turn.calls) != 1 || len(turn.results) != 1 {
+			t.Fatalf("want one call with its result: calls %+v, results %+v, reply %q", turn.calls, turn.results, turn.content)
+		}
+		call, res := turn.calls[0], turn.results[0]
+		t.Logf("the model called %s%s: %s %s; then answered %q", call.Tool, call.Arguments, res.Outcome, res.Detail, turn.content)
+		audit := s.run("audit", "tail", "-n", "1")
+		want := fmt.Sprintf(`"session":%q,"call":1,"tool":"notes_read","arguments":"{\"path\":\"%s\"}"`, turn.session, c.path)
+		if !strings.Contains(audit, want) || !strings.Contains(audit, c.decision) {
+			t.Errorf("the audit log's last record is not brokerd's decision of the call (%s, %s):\n%s", want, c.decision, audit)
+		}
 	}
 }
 
@@ -124,8 +128,8 @@ func realToolCall(t *testing.T, s *stack) {
 // loopd's request and tokenizes, the note opens no turn: there are exactly as
 // many turns as messages, and the note's markers are there as text.
 func realMarkers(t *testing.T, s *stack, base string, tap *modelTap) {
-	turn := s.forcedCall(t, nil, "[call 1] Read the note notes/planted.md with notes_read.")
-	if len(turn.results) == 0 || turn.results[0].Outcome != "ok" {
+	turn := s.forcedCall(t, nil, callMessage("notes_read", `{"path": "notes/planted.md"}`))
+	if len(turn.results) == 0 || turn.results[0].Outcome != "result" {
 		t.Fatalf("the note was not read: calls %+v, results %+v", turn.calls, turn.results)
 	}
 	starts, ends, prompt := renderedTurns(t, base, tap.lastRequest())
@@ -157,9 +161,9 @@ func realMessageMarkers(t *testing.T, s *stack, base string, tap *modelTap) {
 // realInspect: a secret note comes back as a handle; inspect asks the
 // quarantined model about it, on its own slot, held to the answer type's
 // JSON schema by the server, and brokerd returns only the typed answer.
-func realInspect(t *testing.T, s *stack) {
-	first := s.forcedCall(t, nil, "[call 1] Read the note secret/code.md with notes_read.")
-	if len(first.results) == 0 || first.results[0].Outcome != "ok" {
+func realInspect(t *testing.T, s *stack, tap *modelTap) {
+	first := s.forcedCall(t, nil, callMessage("notes_read", `{"path": "secret/code.md"}`))
+	if len(first.results) == 0 || first.results[0].Outcome != "result" {
 		t.Fatalf("the secret note was not read: calls %+v, results %+v", first.calls, first.results)
 	}
 	handle := regexp.MustCompile(`"handle":"(h[0-9]+)"`).FindStringSubmatch(resultsOf(t, s, first.session))
@@ -167,37 +171,81 @@ func realInspect(t *testing.T, s *stack) {
 		t.Fatalf("the secret note came back without a handle")
 	}
 	session := first.session
-	turn := s.forcedCall(t, &session, fmt.Sprintf(`[call 1] Use inspect with handle %s, question "Is there a door code?" and answer {"type":"bool"}.`, handle[1]))
+	turn := s.forcedCall(t, &session, callMessage("inspect", fmt.Sprintf(`{"handle": %q, "question": "Is there a door code?", "answer": {"type": "bool"}}`, handle[1])))
 	if len(turn.calls) == 0 || turn.calls[0].Tool != "inspect" {
-		t.Fatalf("want an inspect call: %+v", turn.calls)
+		t.Fatalf("want an inspect call: %+v, reply %q", turn.calls, turn.content)
 	}
 	last := callResult(t, s, session, turn.calls[0].Call)
 	t.Logf("inspect%s answered %q (%s)", turn.calls[0].Arguments, last.Content, turn.results[0].Outcome)
-	if turn.results[0].Outcome != "ok" || (last.Content != "true" && last.Content != "false") {
+	if turn.results[0].Outcome != "result" || (last.Content != "true" && last.Content != "false") {
 		t.Errorf("inspect's result is not a bool: %s %q", turn.results[0].Outcome, last.Content)
 	}
 	if strings.Contains(last.Content, "4721") {
 		t.Errorf("inspect's answer quotes the handle: %q", last.Content)
 	}
+	// The question reached the server held to the type's schema, on the
+	// slot kept for inspect (the last of two), with the note as data.
+	asked := inspectRequests(t, tap)
+	if len(asked) != 1 || asked[0].Format.Type != "json_schema" || string(asked[0].Format.JSONSchema.Schema) != `{"type":"boolean"}` ||
+		asked[0].Slot != 1 || !strings.Contains(string(asked[0].Messages), "4721") {
+		for _, a := range asked {
+			t.Logf("a question on slot %d, response_format %q %s: %s", a.Slot, a.Format.Type, a.Format.JSONSchema.Schema, a.Messages)
+		}
+		t.Errorf("want one question to the server on slot 1 with the note, held to {\"type\":\"boolean\"}; %d asked", len(asked))
+	}
 }
 
-// cutOff is loopd's refusal of a reply that ended on max_tokens with tool
-// calls in it: the last call may be cut short, so none of them runs.
-const cutOff = "the model's reply was cut off (finish_reason length) inside a tool call"
+// inspectRequest is what the tap reads of a question inspectd sent.
+type inspectRequest struct {
+	Slot   int `json:"id_slot"`
+	Format struct {
+		Type       string `json:"type"`
+		JSONSchema struct {
+			Schema json.RawMessage `json:"schema"`
+		} `json:"json_schema"`
+	} `json:"response_format"`
+	Messages json.RawMessage `json:"messages"`
+}
 
-// forcedCall is a turn whose first step must call a tool. Gemma 3 270M is
-// a base model: held to the tool-call grammar it writes a call, then the
-// same call again and again until max_tokens, never ending its turn, and
-// loopd rightly refuses the cut-off reply. That is the model's limit, not
-// the stack's (docs/decisions.md, issue 26): the test skips, saying so,
-// and runs in full against a model that ends its turn.
+// inspectRequests are the chat requests the tap saw that offered no tools:
+// inspectd's, as loopd offers tools on every request in this stack.
+func inspectRequests(t *testing.T, tap *modelTap) []inspectRequest {
+	t.Helper()
+	tap.mu.Lock()
+	defer tap.mu.Unlock()
+	var out []inspectRequest
+	for _, body := range tap.requests {
+		var req struct {
+			inspectRequest
+			Tools json.RawMessage `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		if req.Tools == nil {
+			out = append(out, req.inspectRequest)
+		}
+	}
+	return out
+}
+
+// callMessage is an owner's message asking for one call, written out as the
+// template's tools section tells the model to write it: Gemma 3 270M is a
+// base model that copies its prompt, and held to the tool-call grammar it
+// copies the call it was shown (without it, it picks the first tool and
+// makes up a path such as "notes_read.md").
+func callMessage(tool, args string) string {
+	return fmt.Sprintf(`[call 1] [{"name": %q, "arguments": %s}]`, tool, args)
+}
+
+// forcedCall is a turn whose first step must call a tool (toolChoiceProxy
+// forces one). A reply cut off at max_tokens fails the test: it is what the
+// server's grammar gave before parallel_tool_calls was false, the same call
+// again and again, which loopd rightly refuses.
 func (s *stack) forcedCall(t *testing.T, session *wire.SessionID, content string) realTurn {
 	t.Helper()
 	turn, failed := s.trySayReal(session, content)
-	switch {
-	case strings.Contains(failed, cutOff):
-		require.Elsewhere(t, "the model's limit: it never ends its turn after a forced tool call, so loopd refuses the reply ("+failed+")")
-	case failed != "":
+	if failed != "" {
 		t.Fatalf("the turn %q failed: %s\nup's log:\n%s", content, failed, s.log)
 	}
 	return turn

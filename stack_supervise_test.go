@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 )
 
@@ -115,15 +116,11 @@ func fill(t *testing.T, path string) {
 func (s *stack) waitStatus(want string, limit time.Duration) string {
 	s.t.Helper()
 	re := regexp.MustCompile(want)
-	for deadline := time.Now().Add(limit); ; time.Sleep(200 * time.Millisecond) {
-		out, _ := s.try("status")
-		if re.MatchString(out) {
-			return out
-		}
-		if time.Now().After(deadline) {
-			s.t.Fatalf("status never showed %q:\n%s\nup's log:\n%s", want, out, s.log)
-		}
+	var out string
+	if !poll.Holds(limit, 200*time.Millisecond, func() bool { out, _ = s.try("status"); return re.MatchString(out) }) {
+		s.t.Fatalf("status never showed %q:\n%s\nup's log:\n%s", want, out, s.log)
 	}
+	return out
 }
 
 // TestStackInAPrivateDirectory: as root, with the binary and the home in a

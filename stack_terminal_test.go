@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 )
 
@@ -69,16 +70,12 @@ func (p tmuxPane) screen() string { return p.tmux("capture-pane", "-p", "-J", "-
 // waitFor polls the screen until match finds something, and returns it.
 func (p tmuxPane) waitFor(what string, match func(string) bool, s *stack) string {
 	p.t.Helper()
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		screen := p.screen()
-		if match(screen) {
-			return screen
-		}
-		if time.Now().After(deadline) {
-			p.t.Fatalf("no %s on the screen:\n%s\nwith the scrollback:\n%s\nup's log:\n%s", what, screen,
-				p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat"), s.log)
-		}
+	var screen string
+	if !poll.Holds(60*time.Second, 100*time.Millisecond, func() bool { screen = p.screen(); return match(screen) }) {
+		p.t.Fatalf("no %s on the screen:\n%s\nwith the scrollback:\n%s\nup's log:\n%s", what, screen,
+			p.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat"), s.log)
 	}
+	return screen
 }
 
 func TestStackTerminalShowsAHostileModelAsText(t *testing.T) {

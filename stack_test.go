@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 )
@@ -128,10 +129,9 @@ func launchStack(t *testing.T, upstream string, upArgs []string, grants map[stri
 		t.Fatal(err)
 	}
 	t.Cleanup(s.stop)
-	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(s.log.String(), "up: ready:"); time.Sleep(50 * time.Millisecond) {
-		if time.Now().After(deadline) || s.up.ProcessState != nil {
-			t.Fatalf("boxmaker up did not get ready:\n%s", s.log)
-		}
+	ready := func() bool { return strings.Contains(s.log.String(), "up: ready:") }
+	if !poll.Holds(60*time.Second, 50*time.Millisecond, func() bool { return ready() || s.up.ProcessState != nil }) || !ready() {
+		t.Fatalf("boxmaker up did not get ready:\n%s", s.log)
 	}
 	return s
 }
@@ -226,13 +226,11 @@ func TestStackChatWithApprovedFetch(t *testing.T) {
 func (s *stack) waitApproval() string {
 	s.t.Helper()
 	re := regexp.MustCompile(`"approval":"(ap-[0-9a-f]+)"`)
-	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if m := re.FindStringSubmatch(s.run("approvals", "--json")); m != nil {
-			return m[1]
-		}
+	var m []string
+	if !poll.Holds(60*time.Second, 100*time.Millisecond, func() bool { m = re.FindStringSubmatch(s.run("approvals", "--json")); return m != nil }) {
+		s.t.Fatalf("no approval appeared\n%s", s.log)
 	}
-	s.t.Fatalf("no approval appeared\n%s", s.log)
-	return ""
+	return m[1]
 }
 
 // Ten turns in one session replay exactly: the server's cache hits each time.
@@ -261,13 +259,8 @@ func TestStackSurvivesKilledDaemons(t *testing.T) {
 	for _, role := range []string{"loopd", "brokerd", "inferproxy", "egressd"} {
 		pid := s.pidOf(role)
 		syscall.Kill(pid, syscall.SIGKILL)
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if p := s.pidOf(role); p != 0 && p != pid {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s was not restarted\n%s", role, s.log)
-			}
+		if !poll.Holds(30*time.Second, 100*time.Millisecond, func() bool { p := s.pidOf(role); return p != 0 && p != pid }) {
+			t.Fatalf("%s was not restarted\n%s", role, s.log)
 		}
 		s.run("chat", "--session", session, "--wait", "30s", "--message", "still there after "+role+"?")
 	}
@@ -387,11 +380,9 @@ func TestMakeRunInATerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor := func(what string) {
-		for deadline := time.Now().Add(120 * time.Second); !strings.Contains(out.String(), what); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				cmd.Process.Kill()
-				t.Fatalf("no %q in:\n%s", what, out.String())
-			}
+		if !poll.Holds(120*time.Second, 50*time.Millisecond, func() bool { return strings.Contains(out.String(), what) }) {
+			cmd.Process.Kill()
+			t.Fatalf("no %q in:\n%s", what, out.String())
 		}
 	}
 	waitFor("you> ")
@@ -435,10 +426,8 @@ func TestStackInteractiveApproval(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	waitFor := func(what string) {
-		for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), what); time.Sleep(50 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %q on the terminal:\n%s\nup's log:\n%s", what, out.String(), s.log)
-			}
+		if !poll.Holds(60*time.Second, 50*time.Millisecond, func() bool { return strings.Contains(out.String(), what) }) {
+			t.Fatalf("no %q on the terminal:\n%s\nup's log:\n%s", what, out.String(), s.log)
 		}
 	}
 	waitFor("you> ")

@@ -11,6 +11,7 @@ import (
 
 	"boxmaker/audit"
 	"boxmaker/fixtures/mmdouble"
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 	"boxmaker/wire"
 
@@ -103,18 +104,12 @@ func TestStackWitnessPostsTheHourToTheOwner(t *testing.T) {
 		seedWitness(t, filepath.Join(h, "witness"), origin)
 	})
 	dm := mm.DirectChannel(bot.ID, alice.ID)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		if p, ok := mm.FindPost(bot.ID, "boxmaker audit checkpoint"); ok {
-			if p.ChannelID != dm || !strings.Contains(p.Message, "seq 7") || !strings.Contains(p.Message, "2026-01-02 03:00 UTC") {
-				t.Fatalf("the checkpoint post is %+v, want seq 7 of 03:00 in alice's DM", p)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no checkpoint was posted to the owner; home %s", home)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var p mmdouble.Post
+	if !poll.Holds(60*time.Second, 50*time.Millisecond, func() bool { var ok bool; p, ok = mm.FindPost(bot.ID, "boxmaker audit checkpoint"); return ok }) {
+		t.Fatalf("no checkpoint was posted to the owner; home %s", home)
+	}
+	if p.ChannelID != dm || !strings.Contains(p.Message, "seq 7") || !strings.Contains(p.Message, "2026-01-02 03:00 UTC") {
+		t.Fatalf("the checkpoint post is %+v, want seq 7 of 03:00 in alice's DM", p)
 	}
 }
 

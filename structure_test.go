@@ -308,6 +308,7 @@ var structureChecks = map[string]func([]goFile) []string{
 	"socket paths":      checkSocketPaths,
 	"made only in":      checkMadeOnlyIn,
 	"peer checks":       checkPeerChecks,
+	"routes":            checkRoutes,
 }
 
 func TestStructure(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/brokerd"
@@ -142,25 +143,18 @@ func TestSchedulerRunsEachDueMinute(t *testing.T) {
 // waitForFile waits until path exists (a file or a socket).
 func waitForFile(t *testing.T, path string, logs *syncbuf.Buffer) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(path); err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never appeared\n%s", path, logs)
-		}
+	if !poll.Holds(30*time.Second, 10*time.Millisecond, func() bool { _, err := os.Stat(path); return err == nil }) {
+		t.Fatalf("%s never appeared\n%s", path, logs)
 	}
 }
 
 // waitForText waits until the file at path exists and holds text.
 func waitForText(t *testing.T, path, text string, logs *syncbuf.Buffer) {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if data, err := os.ReadFile(path); err == nil && strings.Contains(string(data), text) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never held %q\n%s", path, text, logs)
-		}
+	if !poll.Holds(30*time.Second, 10*time.Millisecond, func() bool {
+		data, err := os.ReadFile(path)
+		return err == nil && strings.Contains(string(data), text)
+	}) {
+		t.Fatalf("%s never held %q\n%s", path, text, logs)
 	}
 }

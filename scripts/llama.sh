@@ -116,8 +116,10 @@ serve)
 	# session fills it in a few turns, and -n caps a reply (the base model
 	# seldom ends its turn) so that a turn on two cores stays short.
 	# --swa-full: Gemma 3 uses sliding-window attention, whose default
-	# cache keeps only the last window and may not reach back to the end of
-	# the previous prompt (llama.cpp then processes it again in full).
+	# cache keeps only the last window and cannot always reach back to the
+	# end of the previous prompt: without it the stack test's ten turns
+	# logged two cache losses, cache_n 5 tokens short after a short reply
+	# (docs/decisions.md).
 	echo "llama.sh: serving $MODEL on http://127.0.0.1:$PORT" >&2
 	exec "$SERVER" --model "$MODEL" --host 127.0.0.1 --port "$PORT" \
 		--jinja --chat-template-file "$TEMPLATE" --slots --parallel 2 --ctx-size 8192 --swa-full \

@@ -5,9 +5,9 @@
 # port; then verify-device, the stack test and the benchmark run against it,
 # and the server is stopped.
 #
-# verify-device's reasoning, streaming and tool-call checks fail for the
-# model's limits alone, in the words allowed below (docs/decisions.md): any
-# other failing check fails this.
+# verify-device's reasoning and streaming checks fail for the model's limits
+# alone, in the words allowed below (docs/decisions.md): any other failing
+# check fails this.
 # Where the install failed for want of the registry alone, the tests run
 # with that message and skip; any other install failure fails this (exit 2).
 set -u
@@ -52,14 +52,14 @@ EOF
 echo "real-model: llama-server on $URL (log: $HOME_DIR/server.log)"
 
 failed=0
-out=$("$BIN" loopd verify-device --upstream "$URL" --max-tokens 64 2>&1)
+# 160 tokens a reply: the forced call of the tool-call check comes after
+# the model has copied the start of its prompt (about 90 tokens).
+out=$("$BIN" loopd verify-device --upstream "$URL" --max-tokens 160 2>&1)
 echo "$out"
 # The model's limits (docs/decisions.md): not a reasoning model, and a base
-# model that never ends its turn, so a reply, a forced call included, runs
-# to max_tokens.
+# model that never ends a free reply, which runs to max_tokens.
 unexpected=$(echo "$out" | grep '^FAIL' | grep -v -e '^FAIL reasoning ' \
-	-e '^FAIL streaming  *finish_reason "length", want stop$' \
-	-e '^FAIL tool-call  *the model.s reply was cut off (finish_reason length) inside a tool call$')
+	-e '^FAIL streaming  *finish_reason "length", want stop$')
 if [ -n "$unexpected" ]; then
 	echo "real-model: verify-device failed a check the model can pass:" >&2
 	echo "$unexpected" >&2

@@ -8,8 +8,10 @@ import (
 
 	"boxmaker/audit"
 	"boxmaker/policy"
+	"boxmaker/roles/brokerd/internal/checkpoints"
 	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/brokerd/internal/jobruns"
+	"boxmaker/roles/brokerd/internal/sessions"
 	"boxmaker/roles/internal/config"
 	"boxmaker/wire"
 )
@@ -22,9 +24,9 @@ type broker struct {
 	log       *log.Logger
 	clock     func() time.Time
 	audit     *audit.Writer
-	witness   *witnessClient // hands each checkpoint to witnessd
-	sessions  *sessions
-	handles   *handles.Store // results kept as handles (internal/handles)
+	witness   *checkpoints.Witness // hands each checkpoint to witnessd (internal/checkpoints)
+	sessions  *sessions.Store      // each session's taint and trust (internal/sessions)
+	handles   *handles.Store       // results kept as handles (internal/handles)
 	approvals *approvals
 	runner    *runner
 	jobRuns   *jobruns.Runs // the job sessions brokerd minted (internal/jobruns)
@@ -86,7 +88,7 @@ const (
 // to call them. The list is advice to the model; every call is decided
 // again.
 func (b *broker) toolList(id wire.SessionID) (wire.ToolListResult, error) {
-	state, err := b.sessions.get(id)
+	state, err := b.sessions.Get(id)
 	if err != nil {
 		return wire.ToolListResult{}, err
 	}
@@ -119,7 +121,7 @@ func (b *broker) toolList(id wire.SessionID) (wire.ToolListResult, error) {
 
 // sessionState is what brokerd holds for a session, for the owner.
 func (b *broker) sessionState(id wire.SessionID) (wire.SessionStateResult, error) {
-	st, err := b.sessions.get(id)
+	st, err := b.sessions.Get(id)
 	if err != nil {
 		return wire.SessionStateResult{}, err
 	}

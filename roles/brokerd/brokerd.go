@@ -14,9 +14,11 @@ import (
 	"boxmaker/audit"
 	"boxmaker/policy"
 	"boxmaker/roles"
+	"boxmaker/roles/brokerd/internal/checkpoints"
 	"boxmaker/roles/brokerd/internal/handles"
 	"boxmaker/roles/brokerd/internal/jobruns"
 	"boxmaker/roles/brokerd/internal/notes"
+	"boxmaker/roles/brokerd/internal/sessions"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sandbox"
 	"boxmaker/roles/internal/sock"
@@ -48,12 +50,12 @@ func Main(ctx context.Context, opts Options) error {
 	}
 	// Deferred calls run last first: the audit log's closing checkpoint is
 	// signed before the witness is handed what is left.
-	defer b.witness.flush(2 * time.Second)
+	defer b.witness.Flush(2 * time.Second)
 	defer b.audit.Close()
 	defer b.grantDir.Close()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	go b.witness.run(ctx)
+	go b.witness.Run(ctx)
 	b.fatal = func(err error) { cancel(err) }
 	if err := b.serve(ctx); err != nil {
 		return err
@@ -102,7 +104,7 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	b.runner = &runner{log: opts.Log, cfg: cfg, paths: opts.Paths, executable: opts.Executable,
 		egressSock: dial.egress, slots: make(chan struct{}, cfg.Broker.MaxSandboxes)}
 	b.openMCP(opts.Executable)
-	if b.sessions, err = openSessions(opts.Paths.Join("broker", "sessions")); err != nil {
+	if b.sessions, err = sessions.Open(opts.Paths.Join("broker", "sessions")); err != nil {
 		return nil, err
 	}
 	if b.handles, err = handles.Open(opts.Paths.Join("broker", "handles"), cfg.Handles); err != nil {
@@ -118,8 +120,8 @@ func start(ctx context.Context, opts Options) (*broker, error) {
 	if err := os.MkdirAll(auditDir, 0o700); err != nil {
 		return nil, err
 	}
-	b.witness = newWitnessClient(dial.witness, opts.Log)
-	if b.audit, err = openAudit(opts.Paths, cfg, auditDir, b.witness, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
+	b.witness = checkpoints.NewWitness(dial.witness, opts.Log)
+	if b.audit, err = checkpoints.Open(opts.Paths, cfg, auditDir, b.witness, audit.WithClock(opts.Clock), audit.WithLog(b.log.Printf)); err != nil {
 		return nil, err
 	}
 	return b, nil

@@ -24,7 +24,7 @@ type request struct {
 // ask, or deny.
 func (b *broker) toolRequest(ctx context.Context, m wire.ToolRequest, reply replyFunc) error {
 	req := request{session: m.Session, id: m.Call, call: decodeCall(m)}
-	state, err := b.sessions.get(req.session)
+	state, err := b.sessions.Get(req.session)
 	if err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (b *broker) execute(ctx context.Context, req request, d policy.Decision, re
 	if out.ran {
 		// The session takes on the labels of the notes its sandbox could
 		// read too, so that a note launders neither taint nor trust.
-		if err := b.sessions.applyResultRead(req.session, g, out.read); err != nil {
+		if err := b.sessions.ApplyResultRead(req.session, g, out.read.class, out.read.untrusted); err != nil {
 			return err
 		}
 	}
@@ -224,7 +224,7 @@ func (b *broker) answered(ctx context.Context, req request, asked policy.Decisio
 	if !ans.approve {
 		return b.refuse(req, asked, wire.ApprovalRefused, reply)
 	}
-	state, err := b.sessions.get(req.session)
+	state, err := b.sessions.Get(req.session)
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func (b *broker) keepHandle(req request, g policy.Grant, out outcome, reply repl
 	if err != nil {
 		return err
 	}
-	st, err := b.sessions.get(req.session)
+	st, err := b.sessions.Get(req.session)
 	if err != nil {
 		return err
 	}
@@ -95,7 +95,7 @@ func (b *broker) inspect(ctx context.Context, req request, d policy.Decision, g 
 	if g.Declassify() {
 		class = g.ResultClass()
 	}
-	if err := b.sessions.raise(req.session, taintLabel{class: class}); err != nil {
+	if err := b.sessions.Raise(req.session, class, false); err != nil {
 		return err
 	}
 	return reply(true, wire.Result{Content: answer, Class: class, Untrusted: false})
@@ -120,14 +120,6 @@ func (b *broker) askQuarantined(ctx context.Context, q wire.InspectRequest) (str
 		return "", fmt.Errorf("inspectd answered %s", wire.KindOf(m))
 	}
 	return res.Answer, nil
-}
-
-// raise records that a result labelled l reached the session, durably,
-// before it is sent (the WARNING on applyResult holds here too).
-func (s *sessions) raise(id wire.SessionID, l taintLabel) error {
-	return s.update(id, func(st policy.Session) (policy.Session, error) {
-		return policy.RestoreSession(max(st.Taint(), l.class), st.Untrusted() || l.untrusted)
-	})
 }
 
 // handleShow is one of a session's handles with its content, for the

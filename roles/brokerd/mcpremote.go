@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 
+	"boxmaker/roles/brokerd/internal/secrets"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/wire"
@@ -28,7 +29,7 @@ func (b *broker) mcpAuthorization(srv config.MCPServer) (*string, error) {
 	if srv.Secret == "" {
 		return nil, nil
 	}
-	value, err := readSecret(b.paths, srv.Secret)
+	value, err := secrets.Read(b.paths, srv.Secret)
 	if err != nil {
 		return nil, &secretError{name: srv.Secret, err: err}
 	}
@@ -50,7 +51,7 @@ func (b *broker) mcpSecrets(server wire.McpServer) []string {
 	if !ok || srv.Secret == "" {
 		return nil
 	}
-	value, err := readSecret(b.paths, srv.Secret)
+	value, err := secrets.Read(b.paths, srv.Secret)
 	if err != nil {
 		return nil
 	}

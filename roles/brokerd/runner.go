@@ -13,6 +13,7 @@ import (
 	"boxmaker/policy"
 	"boxmaker/roles"
 	"boxmaker/roles/brokerd/internal/notes"
+	"boxmaker/roles/brokerd/internal/secrets"
 	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/roles/internal/sandbox"
@@ -243,14 +244,14 @@ func hostEntryOf(raw string) (string, error) {
 	return u.Host, nil
 }
 
-// secretOf reads brokerd's copy of the grant's secret (readSecret says
+// secretOf reads brokerd's copy of the grant's secret (secrets.Read says
 // where it is). It stays in brokerd and egressd; the sandbox never gets it.
 func (r *runner) secretOf(g policy.Grant) (string, error) {
 	name, ok := g.Secret()
 	if !ok {
 		return "", nil
 	}
-	value, err := readSecret(r.paths, name)
+	value, err := secrets.Read(r.paths, name)
 	if err != nil {
 		return "", fmt.Errorf("secret %s of grant %s: %w", name, g.ID(), err)
 	}

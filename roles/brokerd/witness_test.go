@@ -13,6 +13,7 @@ import (
 	"boxmaker/audit"
 	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
+	"boxmaker/roles/brokerd/internal/checkpoints"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 
@@ -178,7 +179,7 @@ func rewriteAndResign(t *testing.T, home string) {
 // audit/checkpoints.jsonl and broker/checkpoint.last.
 func resign(t *testing.T, home, file string, seq uint64, hash wire.Hash32, end int64) {
 	t.Helper()
-	key, _ := os.ReadFile(filepath.Join(home, "broker", keyName))
+	key, _ := os.ReadFile(filepath.Join(home, "broker", checkpoints.KeyName))
 	skey, _, _ := strings.Cut(string(key), "\n")
 	signer, err := note.NewSigner(skey)
 	if err != nil {
@@ -206,7 +207,7 @@ func resign(t *testing.T, home, file string, seq uint64, hash wire.Hash32, end i
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(home, "audit", audit.CheckpointsName), line, 0o640)
-	os.WriteFile(filepath.Join(home, "broker", mirrorName), line, 0o600)
+	os.WriteFile(filepath.Join(home, "broker", checkpoints.MirrorName), line, 0o600)
 }
 
 // The other attack of an intruder with brokerd's uid: cut the last records

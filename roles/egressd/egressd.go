@@ -93,22 +93,37 @@ func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
 	return nil
 }
 
-// gate is egress.sock's, from the role table: egress_open frames from
-// brokerd's uids, each with its descriptor. The calls it starts live on
-// ctx, egressd's own, not on the request's.
+// gate is egress.sock's, from the role table: egress_open and
+// egress_mcp_open frames from brokerd's uids, each with its descriptor,
+// answered from kinds.
 func (s *server) gate(ctx context.Context) (*sock.Server, error) {
 	gate, err := sock.ServerFor("brokerd", "egressd", s.log)
 	if err != nil {
 		return nil, err
 	}
 	gate.ReplacePeerCheck(s.allowPeer)
-	gate.HandleFile = func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
-		if open, ok := e.Msg.(wire.EgressMcpOpen); ok {
-			return s.openMCP(ctx, open, f, reply) // mcpopen.go
-		}
-		return s.open(ctx, e, f, reply)
+	if err := s.kinds(ctx).Route(gate); err != nil {
+		return nil, err
 	}
 	return gate, nil
+}
+
+// kinds is what egress.sock answers, a row per kind the role table lets
+// through it. The calls it starts live on ctx, egressd's own, not on the
+// request's.
+func (s *server) kinds(ctx context.Context) sock.FileKinds {
+	return sock.FileKinds{
+		"egress_open": func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
+			return s.open(ctx, e, f, reply)
+		},
+		"egress_mcp_open": func(_ context.Context, _ sock.Peer, e wire.Envelope, f *os.File, reply sock.Replier) error {
+			open, ok := e.Msg.(wire.EgressMcpOpen)
+			if !ok {
+				return sock.Refusal{Code: wire.BadMessage, Detail: wire.KindOf(e.Msg) + " is not an egress_mcp_open"}
+			}
+			return s.openMCP(ctx, open, f, reply) // mcpopen.go
+		},
+	}
 }
 
 // maxCalls bounds the calls in flight, so that a flood of egress_open frames

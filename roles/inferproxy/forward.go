@@ -26,10 +26,13 @@ const MaxRequestBytes = 16 << 20
 // proxy forwards allowed requests to the upstream.
 type proxy struct {
 	upstream *url.URL
-	// routes are the requests it forwards, "METHOD /path": the accept list
-	// of its pair in the role table, the endpoints loopd uses (DESIGN.md
-	// section 8). Every other method or path is refused.
-	routes    []string
+	// accepts are the requests it forwards, "METHOD /path": the accept
+	// list of its pair in the role table, the endpoints loopd uses
+	// (DESIGN.md section 8). Every other method or path is refused.
+	accepts []string
+	// routes holds a row for each of accepts: what is checked before the
+	// request goes upstream (routeChecks).
+	routes    map[string]check
 	allowPeer func(sock.Peer) bool // nil: the table's
 	log       *log.Logger
 	transport *http.Transport
@@ -37,10 +40,11 @@ type proxy struct {
 }
 
 func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if !p.allowed(r) {
+	check, ok := p.routes[r.Method+" "+r.URL.Path] // by its decoded path exactly: no prefix, no trailing slash, no dot segments
+	if !ok {
 		// Logged: loopd never asks for these, so one is a bug or a probe.
 		p.log.Printf("refused %s %q: not an endpoint loopd uses", r.Method, r.URL.Path)
-		p.fail(w, http.StatusForbidden, "permission_error", fmt.Sprintf("%s %s is not forwarded; only %s are", r.Method, r.URL.Path, strings.Join(p.routes, ", ")))
+		p.fail(w, http.StatusForbidden, "permission_error", fmt.Sprintf("%s %s is not forwarded; only %s are", r.Method, r.URL.Path, strings.Join(p.accepts, ", ")))
 		return
 	}
 	if r.ContentLength > MaxRequestBytes {
@@ -51,7 +55,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if r.Method == http.MethodPost && r.URL.Path == chatPath && !p.slotAllowed(w, r, body) {
+	if !check(w, r, body) {
 		return
 	}
 	resp, err := p.roundTrip(p.outgoing(r), body)
@@ -121,15 +125,39 @@ func (p *proxy) slotAllowed(w http.ResponseWriter, r *http.Request, body []byte)
 	return true
 }
 
-// allowed reports whether r is one of the routes, by its decoded path
-// exactly: no prefix, no trailing slash, no dot segments.
-func (p *proxy) allowed(r *http.Request) bool {
-	for _, route := range p.routes {
-		if method, path, _ := strings.Cut(route, " "); r.Method == method && r.URL.Path == path {
-			return true
-		}
+// check is what a route looks at before its request goes upstream; when
+// it says no, it has answered the client.
+type check func(w http.ResponseWriter, r *http.Request, body []byte) bool
+
+// routeChecks is what infer.sock answers: a row for each endpoint the
+// role table lets through it. Only a chat request's body names a slot.
+func (p *proxy) routeChecks() map[string]check {
+	return map[string]check{
+		http.MethodPost + " " + chatPath: p.slotAllowed,
+		"GET /health":                    forwardAsIs,
+		"GET /props":                     forwardAsIs,
+		"POST /tokenize":                 forwardAsIs,
 	}
-	return false
+}
+
+func forwardAsIs(http.ResponseWriter, *http.Request, []byte) bool { return true }
+
+// routesFor is the rows of routeChecks for accepts, or the error that names
+// each accepted endpoint without one: inferproxy does not start with a
+// route the gate lets through and nothing answers.
+func (p *proxy) routesFor(accepts []string) (map[string]check, error) {
+	all, rows := p.routeChecks(), map[string]check{}
+	var missing []string
+	for _, route := range accepts {
+		if all[route] == nil {
+			missing = append(missing, route)
+		}
+		rows[route] = all[route]
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("infer.sock accepts %s, which nothing answers", strings.Join(missing, ", "))
+	}
+	return rows, nil
 }
 
 // outgoing is r addressed to the upstream: the same method, path, query,

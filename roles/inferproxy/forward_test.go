@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 	"boxmaker/roles/internal/llamadouble"
 )
@@ -202,9 +203,7 @@ func TestSlowRequestBlocksNothing(t *testing.T) {
 			resp.Body.Close()
 		}
 	})
-	for len(up.requests()) == 0 {
-		time.Sleep(time.Millisecond)
-	}
+	poll.Until(t, "the held chat to reach the upstream", func() bool { return len(up.requests()) > 0 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for range 3 {

@@ -66,3 +66,11 @@ func unixPair(t *testing.T) (*net.UnixConn, *net.UnixConn) {
 	}
 	return ours, theirs
 }
+
+// infer.sock answers exactly the routes the role table lets through it:
+// none the gate passes goes unanswered, none is answered that it refuses.
+func TestEveryInferKindHasItsRow(t *testing.T) {
+	if err := sock.CheckKinds(sock.Accepted("", "inferproxy"), (&proxy{}).routeChecks()); err != nil {
+		t.Error(err)
+	}
+}

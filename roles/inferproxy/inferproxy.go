@@ -140,8 +140,11 @@ func newProxy(opts Options) (*proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &proxy{upstream: up, routes: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: upstream.Transport(),
+	p := &proxy{upstream: up, accepts: pair.Accepts, allowPeer: opts.AllowPeer, log: opts.Log, transport: upstream.Transport(),
 		inspect: config.Inspect{Slot: opts.InspectSlot}}
+	if p.routes, err = p.routesFor(pair.Accepts); err != nil {
+		return nil, err
+	}
 	if p.log == nil {
 		p.log = log.New(os.Stderr, "inferproxy: ", 0)
 	}

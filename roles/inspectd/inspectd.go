@@ -74,13 +74,15 @@ func Main(ctx context.Context, opts Options) error {
 		return fmt.Errorf("inspectd: %w", err)
 	}
 	srv.ReplacePeerCheck(opts.AllowPeer)
+	q := newQuarantine(up, opts.Slot, opts.Log)
+	if err := q.kinds().Route(srv); err != nil {
+		return fmt.Errorf("inspectd: %w", err)
+	}
 	ln, err := sock.Listen(opts.Socket)
 	if err != nil {
 		return fmt.Errorf("inspectd: %w", err)
 	}
 	defer ln.Close()
-	q := newQuarantine(up, opts.Slot, opts.Log)
-	srv.Handle = q.handle
 	opts.Log.Printf("serving on %s, asking %s", ln.Addr(), up.Redacted())
 	return srv.Serve(ctx, ln)
 }

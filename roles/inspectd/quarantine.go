@@ -54,6 +54,13 @@ func newQuarantine(up *url.URL, slot int, lg *log.Logger) *quarantine {
 		client: &http.Client{Transport: upstream.Transport()}}
 }
 
+// kinds is what inspect.sock answers, a row per kind the role table lets
+// through it.
+func (q *quarantine) kinds() sock.Kinds {
+	return sock.Kinds{"inspect_request": q.handle}
+}
+
+// handle answers one inspect_request with the model's answer.
 func (q *quarantine) handle(ctx context.Context, _ sock.Peer, req wire.Envelope, reply sock.Replier) error {
 	m, ok := req.Msg.(wire.InspectRequest)
 	if !ok {

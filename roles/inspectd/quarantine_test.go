@@ -140,6 +140,13 @@ func TestInspectSockServesItsPair(t *testing.T) {
 	gateprobe.Frames(t, path, pair)
 }
 
+// inspect.sock answers exactly the kinds the role table lets through it.
+func TestEveryInspectKindHasItsRow(t *testing.T) {
+	if err := sock.CheckKinds(sock.Accepted("", "inspectd"), (&quarantine{}).kinds()); err != nil {
+		t.Error(err)
+	}
+}
+
 // Each question starts with a nonce of its own, before anything a client
 // of the server could guess, and asks with the prompt cache off: nothing
 // it leaves in a cache shares a prefix with another client's prompt past

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/config"
@@ -269,14 +270,14 @@ func (e *env) restartLoopd() {
 
 func (e *env) waitFor(path, what string) {
 	e.t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if c, err := sock.Dial(path); err == nil {
+	if !poll.Holds(15*time.Second, 10*time.Millisecond, func() bool {
+		c, err := sock.Dial(path)
+		if err == nil {
 			c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("%s did not start\n%s", what, e.logs)
-		}
+		return err == nil
+	}) {
+		e.t.Fatalf("%s did not start\n%s", what, e.logs)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -66,15 +67,15 @@ func (e *env) subscribe() <-chan wire.JobDelivery {
 // lastRun waits until brokerd records the job's last run as ended.
 func (e *env) lastRun(job string) wire.JobRun {
 	e.t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		show := e.call("bxctl", "brokerd", wire.JobShow{Job: job}).(wire.JobShowResult)
-		if last := show.Job.Last; last != nil && last.Outcome != wire.RunRunning {
-			return *last
-		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("job %s: no run ended: %#v\n%s", job, show, e.logs)
-		}
+	var show wire.JobShowResult
+	if !poll.Holds(30*time.Second, 20*time.Millisecond, func() bool {
+		show = e.call("bxctl", "brokerd", wire.JobShow{Job: job}).(wire.JobShowResult)
+		last := show.Job.Last
+		return last != nil && last.Outcome != wire.RunRunning
+	}) {
+		e.t.Fatalf("job %s: no run ended: %#v\n%s", job, show, e.logs)
 	}
+	return *show.Job.Last
 }
 
 func TestJobRunsItsPromptWithItsGrant(t *testing.T) {

@@ -158,13 +158,16 @@ func replayArguments(args string) string {
 
 // The request body, as llama-server's OpenAI-compatible endpoint reads it.
 type chatRequest struct {
-	Messages    []chatMessage `json:"messages"`
-	Tools       []chatTool    `json:"tools,omitempty"`
-	ToolChoice  string        `json:"tool_choice,omitempty"`
-	Stream      bool          `json:"stream"`
-	CachePrompt bool          `json:"cache_prompt"`
-	IDSlot      int64         `json:"id_slot"`
-	MaxTokens   int           `json:"max_tokens,omitempty"`
+	Messages   []chatMessage `json:"messages"`
+	Tools      []chatTool    `json:"tools,omitempty"`
+	ToolChoice string        `json:"tool_choice,omitempty"`
+	// ParallelToolCalls is set by verify-device's tool-call check alone;
+	// loopd's turns leave it to the server.
+	ParallelToolCalls *bool `json:"parallel_tool_calls,omitempty"`
+	Stream            bool  `json:"stream"`
+	CachePrompt       bool  `json:"cache_prompt"`
+	IDSlot            int64 `json:"id_slot"`
+	MaxTokens         int   `json:"max_tokens,omitempty"`
 }
 
 type chatMessage struct {

@@ -61,6 +61,13 @@ func (v *verifier) ask(ctx context.Context, st *epochState, toolChoice string, m
 		return nil, err
 	}
 	req.ToolChoice, req.MaxTokens = toolChoice, v.maxTokens
+	if toolChoice == "required" {
+		// The tool-call check wants one call, and says so: llama-server's
+		// grammar for parallel calls lets a model that never ends its turn
+		// (Gemma 3 270M) write the call again until max_tokens.
+		one := false
+		req.ParallelToolCalls = &one
+	}
 	body, err := encodeRequest(req)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -234,4 +235,48 @@ func TestVerifyDeviceBoundsEveryCheck(t *testing.T) {
 func runVerifyDead(t *testing.T) string {
 	_, out, _ := runVerify(t, "--upstream", "http://127.0.0.1:9", "--timeout", "2s")
 	return out
+}
+
+// The tool-call check asks the server for one call (parallel_tool_calls
+// false) on its forced step alone: llama-server's grammar for parallel calls
+// lets a model that never ends its turn repeat the call until max_tokens
+// (Gemma 3 270M, issue 26). Every other request leaves it to the server, as
+// loopd's turns do.
+func TestVerifyDeviceAsksForOneCall(t *testing.T) {
+	var mu sync.Mutex
+	var forced, others, single, unset int
+	upstream := serveDouble(t, verifyScript(t), func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(r.Body)
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			var req struct {
+				ToolChoice string `json:"tool_choice"`
+				Parallel   *bool  `json:"parallel_tool_calls"`
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if r.URL.Path == "/v1/chat/completions" && json.Unmarshal(body, &req) == nil {
+				if req.ToolChoice == "required" {
+					forced++
+					if req.Parallel != nil && !*req.Parallel {
+						single++
+					}
+				} else {
+					others++
+					if req.Parallel == nil {
+						unset++
+					}
+				}
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	if code, out, errOut := runVerify(t, "--upstream", upstream); code != 0 {
+		t.Fatalf("status %d\n%s\n%s", code, out, errOut)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if forced != 1 || single != 1 || others == 0 || unset != others {
+		t.Errorf("%d forced requests, %d of them asking for one call; %d others, %d leaving it unset", forced, single, others, unset)
+	}
 }

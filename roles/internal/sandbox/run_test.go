@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/require"
 )
 
@@ -151,16 +152,9 @@ func TestRunPassesNoEnvironmentOrDescriptors(t *testing.T) {
 // is still alive a moment after its sandbox was killed.
 func waitForNoProcess(t *testing.T, marker string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
-		pids := processesWith(marker)
-		if len(pids) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("processes %v outlived their sandbox", pids)
-		}
-		time.Sleep(50 * time.Millisecond)
+	var pids []string
+	if !poll.Holds(3*time.Second, 50*time.Millisecond, func() bool { pids = processesWith(marker); return len(pids) == 0 }) {
+		t.Fatalf("processes %v outlived their sandbox", pids)
 	}
 }
 

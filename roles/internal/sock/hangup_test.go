@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/wire"
 )
 
@@ -26,11 +27,7 @@ const testFrameTimeout = 50 * time.Millisecond
 // waitFor polls cond until it holds, failing the test after patience.
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	for end := time.Now().Add(patience); !cond(); time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(end) {
-			t.Fatalf("gave up after %v waiting for %s", patience, what)
-		}
-	}
+	poll.Within(t, patience, what, cond)
 }
 
 // receive waits for a value from ch, failing the test after patience.

@@ -3,6 +3,7 @@ package sock
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -16,6 +17,10 @@ import (
 // through; Kinds says who answers them, and Route holds the two together.
 type Kinds map[string]Handler
 
+// FileKinds is Kinds for a socket whose frames each carry a descriptor
+// (roles.FramesWithDescriptor): its rows are FileHandlers.
+type FileKinds map[string]FileHandler
+
 // Route sets s.Handle to answer each kind s accepts with its row of k,
 // once it has checked that every kind s accepts has one: a kind the gate
 // lets through that no handler serves is an error at start, not an
@@ -23,18 +28,9 @@ type Kinds map[string]Handler
 // the same listener accepts (loopd serves two pairs from one table);
 // CheckKinds says that no row is for a kind none of them accepts.
 func (k Kinds) Route(s *Server) error {
-	var missing []string
-	for _, kind := range s.Accepts {
-		if k[kind] == nil {
-			missing = append(missing, kind)
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%s accepts %s, which nothing answers", s.Name, strings.Join(missing, ", "))
-	}
-	rows := make(Kinds, len(s.Accepts))
-	for _, kind := range s.Accepts {
-		rows[kind] = k[kind]
+	rows, err := rowsFor(s, k)
+	if err != nil {
+		return err
 	}
 	s.Handle = func(ctx context.Context, peer Peer, req wire.Envelope, reply Replier) error {
 		return rows[wire.KindOf(req.Msg)](ctx, peer, req, reply) // the gate let only these through
@@ -42,14 +38,45 @@ func (k Kinds) Route(s *Server) error {
 	return nil
 }
 
+// Route is Kinds.Route for a socket whose frames carry descriptors: it
+// sets s.HandleFile.
+func (k FileKinds) Route(s *Server) error {
+	rows, err := rowsFor(s, k)
+	if err != nil {
+		return err
+	}
+	s.HandleFile = func(ctx context.Context, peer Peer, req wire.Envelope, f *os.File, reply Replier) error {
+		return rows[wire.KindOf(req.Msg)](ctx, peer, req, f, reply) // the gate let only these through
+	}
+	return nil
+}
+
+// rowsFor is the rows of k for the kinds s accepts, or the error that
+// names each accepted kind without one.
+func rowsFor[H Handler | FileHandler](s *Server, k map[string]H) (map[string]H, error) {
+	var missing []string
+	rows := make(map[string]H, len(s.Accepts))
+	for _, kind := range s.Accepts {
+		if k[kind] == nil {
+			missing = append(missing, kind)
+		}
+		rows[kind] = k[kind]
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("%s accepts %s, which nothing answers", s.Name, strings.Join(missing, ", "))
+	}
+	return rows, nil
+}
+
 // CheckKinds reports why k is not exactly what accepts lists, or nil:
 // each kind accepted has a row, and each row is for a kind accepted. A
 // listener's test calls it with what the role table lets through its
-// sockets (Accepted), beside the check Route makes at start.
-func CheckKinds(accepts []string, k Kinds) error {
+// sockets (Accepted), beside the check Route makes at start. k is a
+// listener's Kinds, FileKinds, or, for an HTTP listener, its routes.
+func CheckKinds[H any](accepts []string, k map[string]H) error {
 	var problems []string
 	for _, kind := range accepts {
-		if k[kind] == nil {
+		if _, ok := k[kind]; !ok {
 			problems = append(problems, kind+" is accepted, and nothing answers it")
 		}
 	}

@@ -2,6 +2,7 @@ package sock
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 
@@ -49,5 +50,23 @@ func TestCheckKinds(t *testing.T) {
 	}
 	if got := Accepted("witnessd", "gatewayd"); len(got) != 1 || got[0] != "checkpoint_post" {
 		t.Errorf("Accepted(witnessd, gatewayd) = %v", got)
+	}
+}
+
+// A descriptor socket's table is held to its kinds the same way, and its
+// rows get the frame's descriptor.
+func TestFileRouteNeedsARowForEveryAcceptedKind(t *testing.T) {
+	s := &Server{Name: "egressd (brokerd-egressd)", Accepts: []string{"egress_open"}}
+	k := FileKinds{}
+	if err := k.Route(s); err == nil || !strings.Contains(err.Error(), "egress_open") || s.HandleFile != nil {
+		t.Fatalf("a socket with an unanswered kind started: %v", err)
+	}
+	var got *os.File
+	k["egress_open"] = func(_ context.Context, _ Peer, _ wire.Envelope, f *os.File, _ Replier) error { got = f; return nil }
+	if err := k.Route(s); err != nil || s.Handle != nil {
+		t.Fatalf("Route = %v, Handle set: %v", err, s.Handle != nil)
+	}
+	if err := s.HandleFile(context.Background(), Peer{}, wire.Envelope{Msg: wire.EgressOpen{}}, os.Stdin, nil); err != nil || got != os.Stdin {
+		t.Fatalf("egress_open was answered %v, with %v", err, got)
 	}
 }

@@ -9,22 +9,26 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
 )
 
 // waitState polls states until role is in state, and returns its status.
 func waitState(t *testing.T, states func() []Status, role, state string, log *syncbuf.Buffer) Status {
 	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	var found Status
+	if !poll.Holds(20*time.Second, 20*time.Millisecond, func() bool {
 		for _, st := range states() {
 			if st.Role == role && st.State == state {
-				return st
+				found = st
+				return true
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s never %s: %+v\n%s", role, state, states(), log.String())
-		}
+		return false
+	}) {
+		t.Fatalf("%s never %s: %+v\n%s", role, state, states(), log.String())
 	}
+	return found
 }
 
 // TestARoleThatKeepsDyingFailsAlone: a role that dies more often than its
@@ -71,10 +75,8 @@ func TestAFailedRoleComesBack(t *testing.T) {
 	if !strings.Contains(failed.Reason, "unwell: no space left on device") {
 		t.Errorf("the failed role does not say why: %+v", failed)
 	}
-	for deadline := time.Now().Add(20 * time.Second); strings.Count(log.String(), "up: needy failed") < 2; time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the failed role was not tried again:\n%s", log.String())
-		}
+	if !poll.Holds(20*time.Second, 20*time.Millisecond, func() bool { return strings.Count(log.String(), "up: needy failed") >= 2 }) {
+		t.Fatalf("the failed role was not tried again:\n%s", log.String())
 	}
 	if n := strings.Count(log.String(), "up: needy running"); n != 1 {
 		t.Fatalf("it ran again without what it needs:\n%s", log.String())

@@ -1,4 +1,4 @@
-package brokerd
+package secrets
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"boxmaker/roles/internal/units"
 )
 
-// readSecret reads brokerd's own copy of the secret name, from the first
+// Read reads brokerd's own copy of the secret name, from the first
 // of these that exists:
 //   - $CREDENTIALS_DIRECTORY, where systemd's LoadCredential put the
 //     secrets brokerd's unit names;
@@ -24,7 +24,7 @@ import (
 // given to brokerd, and secrets/ is not tried. The file is opened itself,
 // never through a link, and must be a regular file. Errors never hold the
 // value.
-func readSecret(paths config.Paths, name string) (string, error) {
+func Read(paths config.Paths, name string) (string, error) {
 	if err := units.CheckSecretName(name); err != nil {
 		return "", err
 	}

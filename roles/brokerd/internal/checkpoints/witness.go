@@ -1,4 +1,4 @@
-package brokerd
+package checkpoints
 
 import (
 	"context"
@@ -19,15 +19,15 @@ import (
 // intermediate heads grows thinner.
 const maxWitnessQueue = 64
 
-// witnessClient hands each checkpoint brokerd signs to witnessd, in order,
+// Witness hands each checkpoint brokerd signs to witnessd, in order,
 // over run/brokerd-witnessd/witness.sock. brokerd never waits for it: when
 // the witness is down, checkpoints queue and brokerd goes on serving;
 // `boxmaker status` shows how far the witness lags.
-type witnessClient struct {
+type Witness struct {
 	path string
 	log  *log.Logger
-	key  string        // the verifier key of brokerd's checkpoint key, set by openAudit
-	tree *audit.Writer // gives the consistency proofs, set by openAudit
+	key  string        // the verifier key of brokerd's checkpoint key, set by Open
+	tree *audit.Writer // gives the consistency proofs, set by Open
 
 	mu    sync.Mutex
 	queue []queued // signed checkpoints, oldest first
@@ -37,8 +37,10 @@ type witnessClient struct {
 	send  sync.Mutex // one sender at a time: the loop, or flush at the stop
 }
 
-func newWitnessClient(path string, log *log.Logger) *witnessClient {
-	return &witnessClient{path: path, log: log, wake: make(chan struct{}, 1)}
+// NewWitness is the client of the witness that listens on path; Run sends
+// what the checkpoints of Open queue.
+func NewWitness(path string, log *log.Logger) *Witness {
+	return &Witness{path: path, log: log, wake: make(chan struct{}, 1)}
 }
 
 // queued is one checkpoint waiting for the witness.
@@ -49,7 +51,7 @@ type queued struct {
 
 // signed queues a checkpoint the audit Writer just made durable; it never
 // blocks (audit.CheckpointConfig.Signed).
-func (c *witnessClient) signed(cp audit.Checkpoint, note string) {
+func (c *Witness) signed(cp audit.Checkpoint, note string) {
 	c.mu.Lock()
 	if len(c.queue) == maxWitnessQueue {
 		c.queue = c.queue[1:]
@@ -62,9 +64,9 @@ func (c *witnessClient) signed(cp audit.Checkpoint, note string) {
 	}
 }
 
-// run sends what is queued whenever a checkpoint comes, and tries again
+// Run sends what is queued whenever a checkpoint comes, and tries again
 // with backoff while the witness cannot be reached, until ctx ends.
-func (c *witnessClient) run(ctx context.Context) {
+func (c *Witness) Run(ctx context.Context) {
 	backoff := 250 * time.Millisecond
 	var retry <-chan time.Time
 	for {
@@ -83,9 +85,9 @@ func (c *witnessClient) run(ctx context.Context) {
 	}
 }
 
-// flush tries, for at most d, to hand the witness what is still queued:
+// Flush tries, for at most d, to hand the witness what is still queued:
 // the checkpoint of a clean stop is signed after the loop ended.
-func (c *witnessClient) flush(d time.Duration) {
+func (c *Witness) Flush(d time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	if err := c.sendQueued(ctx); err != nil {
@@ -103,7 +105,7 @@ func (c *witnessClient) flush(d time.Duration) {
 // and the checkpoint goes again once with the proof from there. A
 // checkpoint the witness refuses otherwise is logged and dropped: it will
 // not take it later either.
-func (c *witnessClient) sendQueued(ctx context.Context) error {
+func (c *Witness) sendQueued(ctx context.Context) error {
 	c.send.Lock()
 	defer c.send.Unlock()
 	var conn *sock.Client
@@ -141,7 +143,7 @@ func (c *witnessClient) sendQueued(ctx context.Context) error {
 
 // add hands one checkpoint to the witness, once more when the witness
 // answers that it holds another size than the proof started from.
-func (c *witnessClient) add(ctx context.Context, conn *sock.Client, q queued) error {
+func (c *Witness) add(ctx context.Context, conn *sock.Client, q queued) error {
 	for try := 0; try < 2; try++ {
 		c.mu.Lock()
 		old := c.held
@@ -179,7 +181,7 @@ func (c *witnessClient) add(ctx context.Context, conn *sock.Client, q queued) er
 }
 
 // newest is the size of the newest checkpoint queued, 0 with none.
-func (c *witnessClient) newest() uint64 {
+func (c *Witness) newest() uint64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if len(c.queue) == 0 {
@@ -189,7 +191,7 @@ func (c *witnessClient) newest() uint64 {
 }
 
 // request is the checkpoint_add of q with the proof from old.
-func (c *witnessClient) request(q queued, old uint64) (wire.CheckpointAdd, error) {
+func (c *Witness) request(q queued, old uint64) (wire.CheckpointAdd, error) {
 	req := wire.CheckpointAdd{Key: c.key, Old: old, Proof: []string{}, Note: q.note}
 	if old == 0 || c.tree == nil {
 		return req, nil
@@ -201,7 +203,7 @@ func (c *witnessClient) request(q queued, old uint64) (wire.CheckpointAdd, error
 	return req, err
 }
 
-func (c *witnessClient) unreachable(err error) {
+func (c *Witness) unreachable(err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if !c.down {
@@ -213,7 +215,7 @@ func (c *witnessClient) unreachable(err error) {
 // answered logs what matters of the witness's answer: that it is back, or
 // that it refused a checkpoint, which is what an attack on the log, or a
 // key or chain the owner replaced, looks like.
-func (c *witnessClient) answered(res wire.Message) {
+func (c *Witness) answered(res wire.Message) {
 	c.mu.Lock()
 	back := c.down
 	c.down = false

@@ -1,4 +1,4 @@
-package brokerd
+package checkpoints
 
 import (
 	"crypto/rand"
@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"boxmaker/audit"
+	"boxmaker/roles/internal/atomicfile"
 	"boxmaker/roles/internal/config"
 
 	"golang.org/x/mod/sumdb/note"
@@ -20,24 +21,24 @@ import (
 // broker/. The newest checkpoint is mirrored in broker/ too, so that a
 // deleted audit/ directory is noticed at the next start.
 const (
-	keyName    = "checkpoint.key"  // the signer key, its verifier key, then earlier names' verifier keys, a line each
-	mirrorName = "checkpoint.last" // the newest signed checkpoint
+	KeyName    = "checkpoint.key"  // the signer key, its verifier key, then earlier names' verifier keys, a line each
+	MirrorName = "checkpoint.last" // the newest signed checkpoint
 )
 
-// openAudit opens the audit log in dir with checkpoints signed by brokerd's
+// Open opens the audit log in dir with checkpoints signed by brokerd's
 // key, named like the log's origin, making the key at first start and
 // renaming the key of a home made before the origin existed (a Legacy
 // checkpoint's key "boxmaker-audit": the same key, so that the witness
 // knows it, under the origin's name; the old verifier key stays beside the
 // log, for the Legacy checkpoints). Each checkpoint, once durable, is
 // queued for the witness.
-func openAudit(paths config.Paths, cfg config.Config, dir string, witness *witnessClient, opts ...audit.Option) (*audit.Writer, error) {
+func Open(paths config.Paths, cfg config.Config, dir string, witness *Witness, opts ...audit.Option) (*audit.Writer, error) {
 	brokerDir := paths.Join("broker")
 	origin, err := audit.LoadOrigin(paths.Home)
 	if err != nil {
 		return nil, err
 	}
-	k, err := loadKey(filepath.Join(brokerDir, keyName), origin)
+	k, err := loadKey(filepath.Join(brokerDir, KeyName), origin)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +46,7 @@ func openAudit(paths config.Paths, cfg config.Config, dir string, witness *witne
 		return nil, err
 	}
 	cp := audit.CheckpointConfig{Signer: k.signer, Verifier: k.verifiers, Origin: origin,
-		Records: cfg.Audit.CheckpointRecords, Interval: cfg.Audit.CheckpointInterval.D(), Mirror: filepath.Join(brokerDir, mirrorName),
+		Records: cfg.Audit.CheckpointRecords, Interval: cfg.Audit.CheckpointInterval.D(), Mirror: filepath.Join(brokerDir, MirrorName),
 		Signed: witness.signed}
 	witness.key = k.vkey
 	w, err := audit.Open(dir, append(opts, audit.WithCheckpoints(cp))...)
@@ -151,4 +152,10 @@ func writeVerifierKey(path string, vkeys []string) error {
 		return fmt.Errorf("checkpoint verifier key: %w", err)
 	}
 	return nil
+}
+
+// writeDurably replaces path with data, readable by brokerd alone, so that
+// a crash leaves the old or the new content, never a mix.
+func writeDurably(path string, data []byte) error {
+	return atomicfile.Write(path, data, 0o600)
 }

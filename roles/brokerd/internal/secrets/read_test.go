@@ -1,4 +1,4 @@
-package brokerd
+package secrets
 
 import (
 	"os"
@@ -27,18 +27,18 @@ func TestReadSecretWhere(t *testing.T) {
 	os.WriteFile(filepath.Join(systemd, "key"), []byte("from-systemd\n"), 0o400)
 
 	t.Setenv("CREDENTIALS_DIRECTORY", systemd)
-	if v, err := readSecret(paths, "key"); v != "from-systemd" || err != nil {
+	if v, err := Read(paths, "key"); v != "from-systemd" || err != nil {
 		t.Errorf("systemd: %q %v", v, err)
 	}
 	t.Setenv("CREDENTIALS_DIRECTORY", "")
-	if v, err := readSecret(paths, "key"); v != "from-up" || err != nil {
+	if v, err := Read(paths, "key"); v != "from-up" || err != nil {
 		t.Errorf("up: %q %v", v, err)
 	}
-	if _, err := readSecret(paths, "only-in-secrets"); err == nil || !strings.Contains(err.Error(), "started without it") {
+	if _, err := Read(paths, "only-in-secrets"); err == nil || !strings.Contains(err.Error(), "started without it") {
 		t.Errorf("a secret up did not copy was read from secrets/: %v", err)
 	}
 	os.RemoveAll(filepath.Dir(upDir))
-	if v, err := readSecret(paths, "key"); v != "from-secrets" || err != nil {
+	if v, err := Read(paths, "key"); v != "from-secrets" || err != nil {
 		t.Errorf("development home: %q %v", v, err)
 	}
 }
@@ -56,7 +56,7 @@ func TestReadSecretRefuses(t *testing.T) {
 	t.Setenv("CREDENTIALS_DIRECTORY", "")
 	for name, want := range map[string]string{"linked": "symbolic link", "fifo": "not a regular file", "fallback": "is empty",
 		"big": "over", "../etc": "plain file name", "absent": "no such file"} {
-		v, err := readSecret(paths, name)
+		v, err := Read(paths, name)
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "stolen") {
 			t.Errorf("%s: %q %v; want an error saying %q", name, v, err, want)
 		}

@@ -1,4 +1,4 @@
-package brokerd
+package sessions
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ const (
 )
 
 // countWrites makes s count its durable writes.
-func countWrites(s *sessions) *int {
+func countWrites(s *Store) *int {
 	n := new(int)
 	var mu sync.Mutex
 	s.write = func(path string, data []byte) error {
@@ -41,11 +41,11 @@ func countWrites(s *sessions) *int {
 }
 
 // A result that leaves the session's state as it was writes nothing; one
-// that raises it is on disk when applyResult returns, and a new sessions
+// that raises it is on disk when ApplyResult returns, and a new Store
 // (a restarted brokerd) reads it back.
 func TestUnchangedStateIsNotWritten(t *testing.T) {
 	dir := t.TempDir()
-	s, err := openSessions(dir)
+	s, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,18 +63,18 @@ func TestUnchangedStateIsNotWritten(t *testing.T) {
 		{untrustsGrant, 2},
 		{secretGrantBody, 2},
 	} {
-		if err := s.applyResult(id, parsedGrant(t, "g", step.grant)); err != nil {
+		if err := s.ApplyResult(id, parsedGrant(t, "g", step.grant)); err != nil {
 			t.Fatal(err)
 		}
 		if *writes != step.writes {
 			t.Fatalf("after a result under\n%s%d writes, want %d", step.grant, *writes, step.writes)
 		}
 	}
-	again, err := openSessions(dir)
+	again, err := Open(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := again.get(id)
+	st, err := again.Get(id)
 	if err != nil || st.Taint() != wire.Secret || !st.Untrusted() {
 		t.Errorf("after a restart: taint %v untrusted %v (%v), want secret and untrusted", st.Taint(), st.Untrusted(), err)
 	}
@@ -83,7 +83,7 @@ func TestUnchangedStateIsNotWritten(t *testing.T) {
 // One session's fsync never holds up another session's call, and changes
 // to one session made at once all reach its stored state.
 func TestSessionsDoNotWaitForEachOther(t *testing.T) {
-	s, err := openSessions(t.TempDir())
+	s, err := Open(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +99,15 @@ func TestSessionsDoNotWaitForEachOther(t *testing.T) {
 	}
 	grants := []policy.Grant{parsedGrant(t, "g", keepsGrant), parsedGrant(t, "g", untrustsGrant), parsedGrant(t, "g", secretGrantBody)}
 	done := make(chan error)
-	go func() { done <- s.applyResult(slow, grants[2]) }()
+	go func() { done <- s.ApplyResult(slow, grants[2]) }()
 	<-entered
 	finished := make(chan error)
 	go func() {
 		var errs []error
 		for _, g := range grants[1:] {
-			errs = append(errs, s.applyResult(fast, g))
+			errs = append(errs, s.ApplyResult(fast, g))
 		}
-		_, err := s.get(fast)
+		_, err := s.Get(fast)
 		finished <- errors.Join(append(errs, err)...)
 	}()
 	select {
@@ -127,14 +127,14 @@ func TestSessionsDoNotWaitForEachOther(t *testing.T) {
 	for i := range 16 {
 		g := grants[i%3]
 		wg.Go(func() {
-			if err := s.applyResult(slow, g); err != nil {
+			if err := s.ApplyResult(slow, g); err != nil {
 				t.Error(err)
 			}
 		})
 	}
 	wg.Wait()
-	again, _ := openSessions(s.dir)
-	if st, err := again.get(slow); err != nil || st.Taint() != wire.Secret || !st.Untrusted() {
+	again, _ := Open(s.dir)
+	if st, err := again.Get(slow); err != nil || st.Taint() != wire.Secret || !st.Untrusted() {
 		t.Errorf("stored after concurrent results: taint %v untrusted %v (%v), want secret and untrusted", st.Taint(), st.Untrusted(), err)
 	}
 }

@@ -1,4 +1,4 @@
-package brokerd
+package sessions
 
 import (
 	"errors"
@@ -13,11 +13,11 @@ import (
 	"boxmaker/wire"
 )
 
-// sessions keeps each session's policy.Session in memory and on disk, one
+// Store keeps each session's policy.Session in memory and on disk, one
 // file per session under broker/sessions/, so that a restart keeps taint.
 // Each session has its own lock, so that one session's fsyncs never hold up
 // another's calls; mu guards only the map.
-type sessions struct {
+type Store struct {
 	dir   string
 	write func(path string, data []byte) error // writeDurably; tests watch it
 	mu    sync.Mutex
@@ -33,15 +33,16 @@ type session struct {
 	st     policy.Session // never above what is on disk
 }
 
-func openSessions(dir string) (*sessions, error) {
+// Open opens the store kept in dir, making dir when it does not exist.
+func Open(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	return &sessions{dir: dir, write: writeDurably, m: map[wire.SessionID]*session{}}, nil
+	return &Store{dir: dir, write: writeDurably, m: map[wire.SessionID]*session{}}, nil
 }
 
 // of returns the session named id, made empty (not yet loaded) if new.
-func (s *sessions) of(id wire.SessionID) *session {
+func (s *Store) of(id wire.SessionID) *session {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	e := s.m[id]
@@ -52,9 +53,9 @@ func (s *sessions) of(id wire.SessionID) *session {
 	return e
 }
 
-// get returns the session's state: stored, or new. A stored file that does
+// Get returns the session's state: stored, or new. A stored file that does
 // not parse is an error, never a fresh (lower) state.
-func (s *sessions) get(id wire.SessionID) (policy.Session, error) {
+func (s *Store) Get(id wire.SessionID) (policy.Session, error) {
 	e := s.of(id)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -64,7 +65,7 @@ func (s *sessions) get(id wire.SessionID) (policy.Session, error) {
 // load reads e from its file once, with e.mu held. No file is a new
 // session; brokerd is the only writer of the directory, so that answer
 // stays true until update writes one.
-func (s *sessions) load(id wire.SessionID, e *session) (policy.Session, error) {
+func (s *Store) load(id wire.SessionID, e *session) (policy.Session, error) {
 	if e.loaded {
 		return e.st, nil
 	}
@@ -84,17 +85,43 @@ func (s *sessions) load(id wire.SessionID, e *session) (policy.Session, error) {
 	return st, nil
 }
 
-// applyResult records that a result under g is about to reach the session,
+// ApplyResult records that a result under g is about to reach the session,
 // on disk before it returns.
 //
 // WARNING: call it before the result is sent. If the file were written after,
 // a crash between the two would let the model see a secret result while the
 // stored taint stayed lower. TestSecretTaintBlocksPrivateGrantAcrossRestart
 // proves the stored taint is what a later call, and a restarted brokerd, go by.
-func (s *sessions) applyResult(id wire.SessionID, g policy.Grant) error {
+func (s *Store) ApplyResult(id wire.SessionID, g policy.Grant) error {
 	return s.update(id, func(st policy.Session) (policy.Session, error) {
 		err := st.ApplyResult(g)
 		return st, err
+	})
+}
+
+// ApplyResultRead is ApplyResult for a call whose sandbox could read
+// labelled notes: the session also takes on class and untrusted, the join
+// of their labels, so that reading a note launders neither taint nor trust.
+//
+// WARNING: like ApplyResult, call it before the result is sent; the stored
+// state must never be lower than what the model has seen.
+// TestASecretNoteTaintsItsReader proves a reader of a labelled note is
+// raised by the time its next call is decided.
+func (s *Store) ApplyResultRead(id wire.SessionID, g policy.Grant, class wire.DataClass, untrusted bool) error {
+	return s.update(id, func(st policy.Session) (policy.Session, error) {
+		if err := st.ApplyResult(g); err != nil {
+			return st, err
+		}
+		return policy.RestoreSession(max(st.Taint(), class), st.Untrusted() || untrusted)
+	})
+}
+
+// Raise records that a result of class, untrusted or not, reached the
+// session, durably, before it is sent (the WARNING on ApplyResult holds
+// here too).
+func (s *Store) Raise(id wire.SessionID, class wire.DataClass, untrusted bool) error {
+	return s.update(id, func(st policy.Session) (policy.Session, error) {
+		return policy.RestoreSession(max(st.Taint(), class), st.Untrusted() || untrusted)
 	})
 }
 
@@ -103,7 +130,7 @@ func (s *sessions) applyResult(id wire.SessionID, g policy.Grant) error {
 // was is not written again: what is in memory is never above what is on
 // disk (it was read from there, or written there first), so the disk
 // already holds at least as much. TestUnchangedStateIsNotWritten proves it.
-func (s *sessions) update(id wire.SessionID, change func(policy.Session) (policy.Session, error)) error {
+func (s *Store) update(id wire.SessionID, change func(policy.Session) (policy.Session, error)) error {
 	e := s.of(id)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -129,7 +156,7 @@ func (s *sessions) update(id wire.SessionID, change func(policy.Session) (policy
 	return nil
 }
 
-func (s *sessions) path(id wire.SessionID) string {
+func (s *Store) path(id wire.SessionID) string {
 	return filepath.Join(s.dir, id.String()+".json")
 }
 
