@@ -13,11 +13,14 @@
 // For a remote MCP server (DESIGN.md section 16, mcpopen.go) brokerd sends
 // egress_mcp_open instead, with the instance's channel: the sandbox sends on
 // it one end of a fresh socketpair per HTTP connection, and egressd serves
-// one request on each, to the url's one origin and path only, with POST,
-// GET or DELETE, streamable HTTP's headers alone passed either way, the
-// Authorization value added, no redirect followed, the response streamed
-// back as it comes, cleaned of the secret and cut at max_bytes, and the
-// channel's log lines rate limited; every connection ends with the channel.
+// one request after another on each (keep-alive, each response chunked),
+// to the url's one origin and path only, with POST, GET or DELETE,
+// streamable HTTP's headers alone passed either way, the Authorization
+// value added, no redirect followed, the response streamed back as it
+// comes, cleaned of the secret and cut at max_bytes, and the channel's log
+// lines rate limited. Beside each such connection it keeps one upstream
+// connection of its own, dialed through the guard, which it writes and
+// reads itself (mcpupstream.go); every connection ends with the channel.
 //
 // egressd must never use a proxy from the environment, resolve a name twice
 // for one connection, connect to an address it has not checked, let a
