@@ -52,12 +52,7 @@ func (c *channel) serveRequest(ctx context.Context, l *link, up *upstreamConn, w
 	req, err := l.readRequest()
 	if err == nil {
 		rec.method = req.Method
-		var out *http.Request
-		if out, err = c.outbound(ctx, req); err == nil {
-			w := l.watch(cancel)
-			keep, err = c.relay(ctx, l, up, out, rec, w)
-			keep = w.stop() && keep && !req.Close
-		}
+		keep, err = c.exchange(ctx, cancel, l, up, req, rec)
 	} else {
 		err = &failure{status: http.StatusBadRequest, kind: "bad_request", public: "egressd could not read the request: " + err.Error()}
 	}
@@ -71,6 +66,30 @@ func (c *channel) serveRequest(ctx context.Context, l *link, up *upstreamConn, w
 	c.lines.print("mcp " + c.grant.secret.redact(rec.String()))
 	return keep && err == nil
 }
+
+// exchange checks req, makes it upstream and relays the answer, and
+// reports whether l may carry another request.
+func (c *channel) exchange(ctx context.Context, cancel context.CancelFunc, l *link, up *upstreamConn, req *http.Request, rec *record) (bool, error) {
+	out, err := c.outbound(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	w := l.watch(cancel)
+	keep, err := c.relay(ctx, l, up, out, rec, w)
+	alone := w.stop()
+	if !alone && err != nil && !errors.Is(err, errAnswered) {
+		err = errPipelined // the watch cancelled it, not egressd stopping
+	}
+	// A chunked request ends the connection after its answer: it may have
+	// carried a Content-Length too, which Go's parser drops, and RFC 9112
+	// (6.1) has a server close after such a request (toolkit's client
+	// always sends a length).
+	return alone && keep && !req.Close && len(req.TransferEncoding) == 0, err
+}
+
+// errPipelined is the answer to a request the sandbox wrote more after
+// before it was answered.
+var errPipelined = &failure{status: http.StatusBadRequest, kind: "bad_request", public: "the sandbox wrote on the connection before its request was answered: egressd serves one request at a time on a connection (no pipelining)"}
 
 // errAnswered is a failure after the response head went out: nothing more
 // can be said to the sandbox, which sees its stream end.

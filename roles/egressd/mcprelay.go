@@ -66,6 +66,11 @@ type watcher struct {
 // it is due.
 func (l *link) watch(cancel context.CancelFunc) *watcher {
 	w := &watcher{l: l, done: make(chan struct{})}
+	if l.br.Buffered() > 0 {
+		// Written with the request (pipelined): the exchange never starts.
+		w.early.Store(true)
+		cancel()
+	}
 	_ = l.conn.SetReadDeadline(time.Time{})
 	go func() {
 		defer close(w.done)

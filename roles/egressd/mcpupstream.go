@@ -65,10 +65,19 @@ func (u *upstreamConn) roundTrip(ctx context.Context, out *http.Request) (*http.
 	return resp, nil
 }
 
-// readHead reads the response head, at most maxHeaderBytes, past any
-// interim (1xx) response; 101 (a protocol switch) is refused.
+// mcpMaxInterim is how many interim (1xx) responses may come before the
+// final one, as Go's own transport allows: a server that sends them
+// endlessly would otherwise keep egressd parsing heads until the timeout.
+const mcpMaxInterim = 5
+
+// readHead reads the response head, at most maxHeaderBytes, past at most
+// mcpMaxInterim interim (1xx) responses; 101 (a protocol switch) is
+// refused.
 func (u *upstreamConn) readHead(out *http.Request) (*http.Response, error) {
-	for {
+	for interim := 0; ; interim++ {
+		if interim > mcpMaxInterim {
+			return nil, fmt.Errorf("the MCP server sent over %d interim (1xx) responses", mcpMaxInterim)
+		}
 		u.lr.N = maxHeaderBytes
 		resp, err := http.ReadResponse(u.br, out)
 		if err != nil {
@@ -140,13 +149,18 @@ func (u *upstreamConn) idle() bool {
 }
 
 // done keeps the connection for the next request only if resp's body was
-// read to its end and neither side asked to close.
+// read to its end, nothing came after it, and neither side asked to close.
+// Bytes past a response's end (a body longer than its Content-Length, a
+// 204 with a body, a response framed both by length and by chunks) are
+// not cleanly framed: read as the next response they would answer a
+// request with what the server sent before it was asked, so the
+// connection is dropped instead (idle looks again before it is reused).
 func (u *upstreamConn) done(resp *http.Response, whole bool) {
 	if u.stop != nil && !u.stop() {
 		whole = false // the context closed the connection
 	}
 	u.stop = nil
-	if !whole || resp == nil || resp.Close {
+	if !whole || resp == nil || resp.Close || u.br == nil || u.br.Buffered() > 0 {
 		u.drop()
 	}
 }
