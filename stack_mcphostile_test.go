@@ -174,8 +174,8 @@ func TestStackRemoteMCPGarbageFailsTheCall(t *testing.T) {
 	s, _ := remoteStack(t, mcpremote.Options{}, remoteGrants())
 	s.run("mcp", "pin", "remote", "--yes")
 	out, err := s.try("mcp", "call", "remote", "garbage", `{}`)
-	if err == nil || !strings.Contains(out, "the server failed: ") || strings.Contains(out, "\x1b") {
-		t.Errorf("mcp call garbage: %v\n%q", err, out)
+	if err == nil || !strings.Contains(out, "mcp__remote__garbage: failed: the server failed: ") || strings.Contains(out, "\x1b") {
+		t.Errorf("mcp call garbage (the tool named once, the server's bytes neutralised): %v\n%q", err, out)
 	}
 	if out := s.run("mcp", "call", "remote", "echo", `{"text":"next"}`); !strings.Contains(out, "Echo: next") {
 		t.Errorf("the next call: %s", out)

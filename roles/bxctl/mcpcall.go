@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"boxmaker/roles/internal/sock"
@@ -62,7 +63,9 @@ func mcpCall(ctx context.Context, cmd *cli.Command) error {
 		fmt.Fprintf(errw, "%s: result, %s, %s, truncated %v\n", full, r.Class, trust, r.Truncated)
 		return nil
 	case wire.Failed:
-		return fmt.Errorf("%s: failed: %s", full, termtext.Line(r.Message))
+		// brokerd's message already names the tool for the model; the
+		// owner reads the name once.
+		return fmt.Errorf("%s: failed: %s", full, termtext.Line(strings.TrimPrefix(r.Message, full+": ")))
 	case wire.Denied:
 		return fmt.Errorf("%s: denied %s", full, r.Reason)
 	}
