@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -18,8 +19,9 @@ import (
 // mcp holds it: the channel, and a client whose every connection is a
 // fresh socketpair sent on it.
 type mcpSandbox struct {
-	t  *testing.T
-	ch *net.UnixConn
+	t     *testing.T
+	ch    *net.UnixConn
+	dials atomic.Int32
 }
 
 // openMCP asks egressd for a channel to url with auth.
@@ -43,6 +45,7 @@ func (h *harness) openMCP(url string, auth *string) *mcpSandbox {
 
 // dial sends egressd one end of a fresh socketpair and returns the other.
 func (sb *mcpSandbox) dial(context.Context, string, string) (net.Conn, error) {
+	sb.dials.Add(1)
 	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, err
@@ -56,11 +59,22 @@ func (sb *mcpSandbox) dial(context.Context, string, string) (net.Conn, error) {
 	return net.FileConn(mine)
 }
 
-// client is an HTTP client over the channel, as toolkit's: plain HTTP on
-// each connection even for https, one request per connection.
+// client is an HTTP client over the channel: plain HTTP on each
+// connection even for https, one request per connection (so that each
+// request is dialed, and its addresses checked, afresh).
 func (sb *mcpSandbox) client() *http.Client {
+	return sb.clientOf(&http.Transport{DialContext: sb.dial, DialTLSContext: sb.dial, DisableKeepAlives: true, DisableCompression: true})
+}
+
+// keepAlive is a client that keeps its connections, as toolkit's does.
+func (sb *mcpSandbox) keepAlive() *http.Client {
+	return sb.clientOf(&http.Transport{DialContext: sb.dial, DialTLSContext: sb.dial, DisableCompression: true, MaxIdleConnsPerHost: 1})
+}
+
+func (sb *mcpSandbox) clientOf(tr *http.Transport) *http.Client {
+	sb.t.Cleanup(tr.CloseIdleConnections)
 	return &http.Client{
-		Transport: &http.Transport{DialContext: sb.dial, DialTLSContext: sb.dial, DisableKeepAlives: true, DisableCompression: true},
+		Transport: tr,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},

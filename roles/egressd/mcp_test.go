@@ -302,7 +302,7 @@ func TestMCPChannelBoundsItsConnections(t *testing.T) {
 	poll.Until(t, "a free connection slot", func() bool {
 		c, _ := sb.dial(context.Background(), "", "")
 		defer c.Close()
-		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 		b, _ := io.ReadAll(c)
 		return strings.HasPrefix(string(b), "HTTP/1.1 200")
 	})
@@ -361,11 +361,14 @@ func TestMCPChannelDropsWhatIsNotAConnection(t *testing.T) {
 }
 
 // A server slower than [egress] timeout to send its response head fails
-// the request with egressd's timeout.
+// the request with egressd's timeout, and its connection is closed.
 func TestMCPChannelSlowServerTimesOut(t *testing.T) {
+	closed := make(chan struct{})
 	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body) // so that the server sees its connection close
 		select {
 		case <-r.Context().Done():
+			close(closed)
 		case <-time.After(poll.Patience):
 		}
 	})
@@ -377,6 +380,11 @@ func TestMCPChannelSlowServerTimesOut(t *testing.T) {
 	resp, body := sb.do(http.MethodPost, url, nil, "{}")
 	if resp.StatusCode != http.StatusGatewayTimeout || resp.Header.Get(errorHeader) != "timeout" {
 		t.Errorf("%d %q", resp.StatusCode, body)
+	}
+	select {
+	case <-closed:
+	case <-time.After(poll.Patience):
+		t.Error("egressd kept the connection of the request that timed out")
 	}
 }
 

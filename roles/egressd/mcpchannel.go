@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"sync"
 	"syscall"
@@ -20,23 +19,24 @@ const (
 	// streamable HTTP client needs a POST or two, the GET stream and a
 	// resumption. One more is refused by closing it.
 	maxMCPConns = 8
-	// mcpIdleUpstream is how long an upstream connection kept for the
-	// channel's next request may sit unused.
-	mcpIdleUpstream = 30 * time.Second
+	// mcpIdle is how long a connection (the sandbox's, and the upstream
+	// one kept beside it) may wait for its next request.
+	mcpIdle = 30 * time.Second
 )
 
 // channel is one remote MCP instance's link to egressd.
 type channel struct {
-	s      *server
-	grant  mcpGrant
-	client *http.Client // upstream, for this channel only
-	conns  chan struct{}
-	wg     sync.WaitGroup
-	lines  *lineLimiter // the sandbox decides how many lines there are
+	s     *server
+	grant mcpGrant
+	guard *guard      // dials the url's origin and nothing else
+	tls   *tls.Config // the server's name is set per connection
+	conns chan struct{}
+	wg    sync.WaitGroup
+	lines *lineLimiter // the sandbox decides how many lines there are
 }
 
-// serveChannel takes the descriptors the sandbox sends on ch and serves a
-// request on each, until ch ends (the instance ended) or ctx does; then it
+// serveChannel takes the descriptors the sandbox sends on ch and serves
+// requests on each, until ch ends (the instance ended) or ctx does; then it
 // ends every connection it still serves.
 func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant) {
 	defer ch.Close()
@@ -45,8 +45,9 @@ func (s *server) serveChannel(ctx context.Context, ch *net.UnixConn, g mcpGrant)
 	stop := context.AfterFunc(ctx, func() { ch.Close() })
 	defer stop()
 	c := &channel{s: s, grant: g, conns: make(chan struct{}, maxMCPConns), lines: newLineLimiter(s.log)}
-	c.client = c.upstream()
-	defer c.client.CloseIdleConnections()
+	c.guard = s.newGuard(g.hosts)
+	c.guard.approve(g.target)
+	c.tls = &tls.Config{RootCAs: s.roots, MinVersion: tls.VersionTLS12}
 	defer c.wg.Wait()
 	defer cancel() // before the Wait: the connections end with the channel
 	for {
@@ -142,31 +143,4 @@ func parseRights(oob []byte) []*os.File {
 		}
 	}
 	return files
-}
-
-// upstream is the channel's own client: it dials only through a guard that
-// approved the url's origin and nothing else, speaks HTTP/1.1, does the TLS
-// itself with the url's host, never uses a proxy from the environment and
-// never follows a redirect (serveConn refuses a 3xx). Its connections are
-// kept for the channel's next requests only, never for another's.
-func (c *channel) upstream() *http.Client {
-	gd := c.s.newGuard(c.grant.hosts)
-	gd.approve(c.grant.target)
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	return &http.Client{
-		Transport: &http.Transport{
-			Proxy:                  nil,
-			DialContext:            gd.dial,
-			TLSClientConfig:        &tls.Config{RootCAs: c.s.roots, MinVersion: tls.VersionTLS12},
-			Protocols:              &protocols,
-			DisableCompression:     true, // redaction needs the bytes as they are
-			MaxResponseHeaderBytes: maxHeaderBytes,
-			ResponseHeaderTimeout:  c.s.limits.Timeout.D(),
-			TLSHandshakeTimeout:    c.s.limits.Timeout.D(), // an MCP exchange has no deadline of its own
-			MaxConnsPerHost:        maxMCPConns,
-			IdleConnTimeout:        mcpIdleUpstream,
-		},
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
 }

@@ -1,7 +1,6 @@
 package egressd
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -22,28 +21,38 @@ const mcpHeadTime = 10 * time.Second
 // back on every request.
 const mcpSessionHeader = "Mcp-Session-Id"
 
-// serveConn serves the one request the sandbox writes on conn: to the
-// url's origin and path only, with POST, GET or DELETE, the secret added;
-// the response streams back as it comes (an SSE reply or the GET stream),
-// cleaned of the secret and cut at max_bytes. It ends when the response
-// does, when the sandbox closes conn, or when the channel ends.
+// serveConn serves the requests the sandbox writes on conn, one after
+// another: each to the url's origin and path only, with POST, GET or
+// DELETE, the secret added; each response streams back as it comes (an
+// SSE reply or the GET stream), cleaned of the secret and cut at
+// max_bytes. It ends when the sandbox closes conn or leaves it idle, after
+// a failure, or when the channel ends; the upstream connection kept beside
+// it ends with it.
 func (c *channel) serveConn(ctx context.Context, conn net.Conn) {
 	defer conn.Close()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
+	l := newLink(conn)
+	up := &upstreamConn{c: c}
+	defer up.drop()
+	for wait := mcpHeadTime; c.serveRequest(ctx, l, up, wait); wait = mcpIdle {
+	}
+}
+
+// serveRequest serves the next request on l, if one comes within wait,
+// and reports whether l may carry another.
+func (c *channel) serveRequest(ctx context.Context, l *link, up *upstreamConn, wait time.Duration) bool {
+	if !l.next(wait) {
+		return false
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	rec := &record{where: c.grant.target.Scheme + "://" + c.grant.target.Authority()}
-	_ = conn.SetReadDeadline(time.Now().Add(mcpHeadTime))
-	req, err := readRequest(conn)
+	keep := false
+	req, err := l.readRequest()
 	if err == nil {
 		rec.method = req.Method
-		var out *http.Request
-		if out, err = c.outbound(ctx, req); err == nil {
-			_ = conn.SetReadDeadline(time.Time{})
-			go watchClose(conn, cancel)
-			err = c.relay(ctx, conn, out, rec)
-		}
+		keep, err = c.exchange(ctx, cancel, l, up, req, rec)
 	} else {
 		err = &failure{status: http.StatusBadRequest, kind: "bad_request", public: "egressd could not read the request: " + err.Error()}
 	}
@@ -51,25 +60,40 @@ func (c *channel) serveConn(ctx context.Context, conn net.Conn) {
 		f := failureOf(ctx, err, c.grant.secret)
 		rec.status, rec.problem = f.status, f.detail
 		if !errors.Is(err, errAnswered) {
-			_ = f.response().Write(conn)
+			_ = f.response().Write(l.conn) // Connection: close; the link ends
 		}
 	}
 	c.lines.print("mcp " + c.grant.secret.redact(rec.String()))
+	return keep && err == nil
 }
+
+// exchange checks req, makes it upstream and relays the answer, and
+// reports whether l may carry another request.
+func (c *channel) exchange(ctx context.Context, cancel context.CancelFunc, l *link, up *upstreamConn, req *http.Request, rec *record) (bool, error) {
+	out, err := c.outbound(ctx, req)
+	if err != nil {
+		return false, err
+	}
+	w := l.watch(cancel)
+	keep, err := c.relay(ctx, l, up, out, rec, w)
+	alone := w.stop()
+	if !alone && err != nil && !errors.Is(err, errAnswered) {
+		err = errPipelined // the watch cancelled it, not egressd stopping
+	}
+	// A chunked request ends the connection after its answer: it may have
+	// carried a Content-Length too, which Go's parser drops, and RFC 9112
+	// (6.1) has a server close after such a request (toolkit's client
+	// always sends a length).
+	return alone && keep && !req.Close && len(req.TransferEncoding) == 0, err
+}
+
+// errPipelined is the answer to a request the sandbox wrote more after
+// before it was answered.
+var errPipelined = &failure{status: http.StatusBadRequest, kind: "bad_request", public: "the sandbox wrote on the connection before its request was answered: egressd serves one request at a time on a connection (no pipelining)"}
 
 // errAnswered is a failure after the response head went out: nothing more
 // can be said to the sandbox, which sees its stream end.
 var errAnswered = errors.New("the response was under way")
-
-// watchClose cancels the exchange when the sandbox closes its end (the
-// client gave up on a call or a stream): an upstream that sends nothing
-// would otherwise hold the connection. The request was read whole, so
-// whatever else arrives ends the exchange too.
-func watchClose(conn net.Conn, cancel context.CancelFunc) {
-	var b [1]byte
-	_, _ = conn.Read(b[:])
-	cancel()
-}
 
 // mcpMethods are streamable HTTP's: a POST per message, the GET stream
 // (and its resumption), the DELETE that ends a session.
@@ -131,39 +155,6 @@ func readMCPBody(req *http.Request) (io.Reader, error) {
 	return bytes.NewReader(data), nil
 }
 
-// relay makes out upstream and streams the response to conn.
-func (c *channel) relay(ctx context.Context, conn net.Conn, out *http.Request, rec *record) error {
-	up, err := c.client.Do(out)
-	if err != nil {
-		return err
-	}
-	defer up.Body.Close()
-	rec.status = up.StatusCode
-	if err := c.checkResponse(up); err != nil {
-		return err
-	}
-	h := mcpResponseHeader(up.Header, c.grant.secret)
-	dropControlValues(h)
-	w := bufio.NewWriter(conn)
-	fmt.Fprintf(w, "HTTP/1.1 %03d %s\r\n", up.StatusCode, http.StatusText(up.StatusCode))
-	_ = h.Write(w)
-	// No length: the body ends when the connection does, so that egressd
-	// may cut it and take the secret out of it as it streams.
-	w.WriteString("Connection: close\r\n\r\n")
-	if err := w.Flush(); err != nil {
-		return fmt.Errorf("%w: writing the head: %v", errAnswered, err)
-	}
-	n, cut, err := c.stream(conn, up.Body)
-	rec.bytes, rec.truncated = n, cut
-	if cut {
-		rec.addProblem(fmt.Sprintf("the response passed max_bytes (%d) and was cut", c.s.limits.MaxBytes))
-	}
-	if err != nil && ctx.Err() == nil {
-		rec.addProblem(err.Error())
-	}
-	return nil
-}
-
 // checkResponse refuses what egressd will not pass on: a protocol switch
 // (the upstream connection itself would be the body), a redirect (an MCP
 // server has one endpoint, and following one would reach another origin),
@@ -219,37 +210,6 @@ func dropControlValues(h http.Header) {
 			delete(h, name)
 		} else {
 			h[name] = kept
-		}
-	}
-}
-
-// stream copies body to conn as it arrives, flushing each read (an SSE
-// event goes out when it comes in), the secret taken out even when it is
-// split across reads, and stops at max_bytes.
-func (c *channel) stream(conn net.Conn, body io.Reader) (int, bool, error) {
-	limit := c.s.limits.MaxBytes
-	red := newStreamRedactor(c.grant.secret, conn)
-	buf := make([]byte, 32<<10)
-	total := 0
-	for {
-		n, err := body.Read(buf)
-		if total+n > limit {
-			n = limit - total
-			total += n
-			_ = red.write(buf[:n])
-			red.close(true)
-			return total, true, nil
-		}
-		total += n
-		if werr := red.write(buf[:n]); werr != nil {
-			return total, false, werr
-		}
-		if err == io.EOF {
-			return total, false, red.close(false)
-		}
-		if err != nil {
-			red.close(true)
-			return total, false, err
 		}
 	}
 }

@@ -19,8 +19,9 @@ import (
 // egress_mcp_open with one end of a socketpair whose other end is the
 // instance's fd 4. For the instance's life the sandbox sends on it, one
 // byte at a time, one end of a fresh socketpair per HTTP connection
-// (SCM_RIGHTS); egressd serves one request on each, to the one origin and
-// path of the server's url, and ends them all when the channel ends.
+// (SCM_RIGHTS); egressd serves one request after another on each, to the
+// one origin and path of the server's url, and ends them all when the
+// channel ends.
 
 // mcpGrant is what one channel allows.
 type mcpGrant struct {

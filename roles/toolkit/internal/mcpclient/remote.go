@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -51,7 +52,8 @@ func ServeRemote(ctx context.Context, in io.Reader, out io.Writer, diag io.Write
 
 // channelClient is an HTTP client whose every connection goes through ch.
 // It speaks plain HTTP/1.1 on it even for https (egressd does the TLS),
-// one request per connection, and follows no redirect.
+// keeps a connection for the next request (egressd serves one request
+// after another on it, each response chunked), and follows no redirect.
 func channelClient(ch *net.UnixConn) *http.Client {
 	d := &channelDialer{ch: ch}
 	var protocols http.Protocols
@@ -62,7 +64,7 @@ func channelClient(ch *net.UnixConn) *http.Client {
 			DialContext:            d.dial,
 			DialTLSContext:         d.dial, // egressd does the TLS with the url's host
 			Protocols:              &protocols,
-			DisableKeepAlives:      true,
+			IdleConnTimeout:        remoteIdle,
 			DisableCompression:     true,
 			MaxResponseHeaderBytes: 64 << 10,
 		}},
@@ -71,6 +73,11 @@ func channelClient(ch *net.UnixConn) *http.Client {
 		},
 	}
 }
+
+// remoteIdle is how long a kept connection waits for the next request:
+// less than egressd's 30 seconds, so that the client ends it first and
+// never sends a request on a connection egressd is closing.
+const remoteIdle = 20 * time.Second
 
 // channelDialer makes one connection: a socketpair, one end sent to egressd
 // on the channel beside one byte, the other end returned.
