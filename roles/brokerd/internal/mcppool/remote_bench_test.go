@@ -51,10 +51,22 @@ func streamableServer(b testing.TB) string {
 	return "http://" + ln.Addr().String() + "/mcp"
 }
 
+// serverPlaces are where the local server runs: in the benchmark's own
+// process, and in a process of its own, as a server the owner runs is.
+var serverPlaces = []struct {
+	name  string
+	start func(testing.TB) string
+}{{"in-process", streamableServer}, {"own-process", streamableServerProcess}}
+
 // BenchmarkMCPRemoteWarmCallDirectSDK is the Go SDK's client, outside any
 // sandbox, calling echo on its session to the local server.
 func BenchmarkMCPRemoteWarmCallDirectSDK(b *testing.B) {
-	url := streamableServer(b)
+	for _, place := range serverPlaces {
+		b.Run(place.name, func(b *testing.B) { directRemoteCalls(b, place.start(b)) })
+	}
+}
+
+func directRemoteCalls(b *testing.B, url string) {
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{}})
 	ctx := context.Background()
 	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url}, nil)
@@ -79,7 +91,12 @@ func BenchmarkMCPRemoteWarmCallDirectSDK(b *testing.B) {
 // only its channel to egressd), egressd as its own process (the real role)
 // carrying each HTTP exchange to the server, and the result's frame back.
 func BenchmarkMCPRemoteWarmCallSandboxed(b *testing.B) {
-	url := streamableServer(b)
+	for _, place := range serverPlaces {
+		b.Run(place.name, func(b *testing.B) { sandboxedRemoteCalls(b, place.start(b)) })
+	}
+}
+
+func sandboxedRemoteCalls(b *testing.B, url string) {
 	egress := egressSocket(b)
 	srv := config.MCPServer{URL: url, MemoryMB: 512, Processes: 4096}
 	p, _ := testPool(b, map[wire.McpServer]config.MCPServer{"r": srv}, time.Hour, 4)
