@@ -32,19 +32,13 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	if cfg.Infer.Upstream == "" {
-		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
-	}
 	socket, err := sock.PathOf(paths, "loopd", "inferproxy")
 	if err != nil {
 		return err
 	}
-	up := cfg.Infer.Upstream
-	if up == config.ScriptedUpstream {
-		if up, err = upstream.ServeScripted(ctx, 1); err != nil {
-			return err
-		}
-		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
+	up, err := upstream.FromConfig(ctx, cfg, paths.Config, "inferproxy", "the replies", 1, cmd.Root().ErrWriter)
+	if err != nil {
+		return err
 	}
 	return Main(ctx, Options{Socket: socket, Upstream: up, InspectSlot: cfg.Inspect.Slot})
 }
