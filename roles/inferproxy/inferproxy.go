@@ -67,8 +67,7 @@ func Main(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("inferproxy: %w", err)
 	}
-	defer ln.Close()
-	return Serve(ctx, ln, opts)
+	return Serve(ctx, ln, opts) // which closes ln
 }
 
 // shutdownGrace is how long a stopping inferproxy lets replies in flight
@@ -76,8 +75,11 @@ func Main(ctx context.Context, opts Options) error {
 const shutdownGrace = 5 * time.Second
 
 // Serve answers on ln until ctx ends, then lets replies in flight finish
-// for shutdownGrace.
+// for shutdownGrace. It closes ln on every return, as http.Server.Serve
+// does: a Serve that cannot start must not leave a socket whose backlog
+// takes connections nobody will answer, on which a client waits forever.
 func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
+	defer ln.Close()
 	p, err := newProxy(opts)
 	if err != nil {
 		return fmt.Errorf("inferproxy: %w", err)
