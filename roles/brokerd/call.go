@@ -185,9 +185,25 @@ func (b *broker) awaitApproval(ctx context.Context, req request, d policy.Decisi
 		}
 		return b.answered(ctx, req, d, ans, reply)
 	case <-timer.C:
-		return b.refuse(req, d, wire.ApprovalExpired, reply)
+		return b.expired(ctx, req, d, info.Approval, answers, reply)
 	case <-ctx.Done():
 		return b.callerLeft(req, d, info.Approval, answers, context.Cause(ctx))
+	}
+}
+
+// expired ends an approval whose time ran out. An answer that came as it
+// did was taken (the owner was told so), and is the decision: off the list
+// first, so that no answer can come after the look.
+func (b *broker) expired(ctx context.Context, req request, d policy.Decision, id string, answers <-chan answer, reply replyFunc) error {
+	b.approvals.remove(id)
+	select {
+	case ans := <-answers:
+		if ctx.Err() != nil {
+			return b.withdrawn(req, d, id, &ans, context.Cause(ctx))
+		}
+		return b.answered(ctx, req, d, ans, reply)
+	default:
+		return b.refuse(req, d, wire.ApprovalExpired, reply)
 	}
 }
 
