@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"testing"
@@ -159,4 +160,50 @@ func waitForFullBuffer(t *testing.T, p *keptPair) {
 		last = n
 		return full
 	})
+}
+
+// openFDs counts this process's descriptors: egressd runs in it.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// Descriptors the channel does not serve leak none of egressd's: more than
+// fit beside one byte (the kernel truncates the control message and closes
+// the rest, MSG_CTRUNC), a packet socket of the Unix family, and extras
+// beside a good one are all closed, and the channel goes on.
+func TestMCPChannelLeaksNoDescriptor(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if resp, body := sb.do(http.MethodPost, url, nil, ""); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Fatalf("before: %d %q", resp.StatusCode, body)
+	}
+	// An *os.File's finalizer would close what egressd leaked.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	before := openFDs(t)
+	seq, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_SEQPACKET|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	many := make([]int, 200)
+	for i := range many {
+		many[i] = seq[0]
+	}
+	for _, fds := range [][]int{many, {seq[0]}, {seq[1], seq[0], seq[0]}} {
+		if _, _, err := sb.ch.WriteMsgUnix([]byte{0}, syscall.UnixRights(fds...), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	syscall.Close(seq[0])
+	syscall.Close(seq[1])
+	if resp, body := sb.do(http.MethodPost, url, nil, ""); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Errorf("after the other descriptors: %d %q", resp.StatusCode, body)
+	}
+	poll.Until(t, "egressd to hold no more descriptors than before", func() bool { return openFDs(t) <= before })
 }
