@@ -2,6 +2,8 @@ package egressd
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -206,4 +208,78 @@ func TestMCPChannelLeaksNoDescriptor(t *testing.T) {
 		t.Errorf("after the other descriptors: %d %q", resp.StatusCode, body)
 	}
 	poll.Until(t, "egressd to hold no more descriptors than before", func() bool { return openFDs(t) <= before })
+}
+
+// oracleToken is the secret a compromised sandbox guesses at, a byte at a
+// time, in TestMCPChannelHoldsBackNoSecretOracle.
+const oracleToken = "s3cr3t-oracle-token"
+
+// What egressd holds back of a response, and drops where it cuts one, must
+// not depend on whether the bytes begin the secret: a compromised sandbox
+// can have a server echo what it sends (a tool's argument, quoted in a
+// result or an error), and if the held or dropped tail told it whether its
+// guess begins the token, it would learn the token a byte at a time. It
+// sees both where egressd cuts at max_bytes and how egressd chunks what it
+// relays as it comes.
+func TestMCPChannelHoldsBackNoSecretOracle(t *testing.T) {
+	right, wrong := oracleToken[:3], "s3x"
+	t.Run("cut", func(t *testing.T) {
+		up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) { io.Copy(w, r.Body) })
+		limits := testLimits
+		limits.MaxBytes = 64
+		h := startEgressd(t, Options{Limits: limits})
+		url := "http://" + up.hostPort() + "/mcp"
+		sb := h.openMCP(url, ptr("Bearer "+oracleToken))
+		echoed := func(guess string) string {
+			_, body := sb.do(http.MethodPost, url, nil, strings.Repeat("a", 61)+guess+"zzzz")
+			return body
+		}
+		if a, b := echoed(right), echoed(wrong); len(a) != len(b) {
+			t.Errorf("the cut kept %d bytes after a guess that begins the token, %d after one that does not", len(a), len(b))
+		}
+	})
+	t.Run("stream", func(t *testing.T) {
+		more := make(chan struct{})
+		up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+			guess, _ := io.ReadAll(r.Body)
+			io.WriteString(w, strings.Repeat("a", 40)+string(guess))
+			w.(http.Flusher).Flush()
+			select {
+			case <-more:
+				io.WriteString(w, "\n")
+			case <-r.Context().Done():
+			}
+		})
+		h := startEgressd(t, Options{})
+		url := "http://" + up.hostPort() + "/mcp"
+		sb := h.openMCP(url, ptr("Bearer "+oracleToken))
+		firstChunk := func(guess string) string {
+			conn, err := sb.dial(context.Background(), "", "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(guess), guess)
+			_ = conn.SetReadDeadline(time.Now().Add(poll.Patience))
+			br := bufio.NewReader(conn)
+			for {
+				line, err := br.ReadString('\n')
+				if err != nil {
+					t.Fatal(err)
+				}
+				if line == "\r\n" {
+					break
+				}
+			}
+			size, err := br.ReadString('\n')
+			if err != nil {
+				t.Fatal(err)
+			}
+			more <- struct{}{}
+			return strings.TrimSpace(size)
+		}
+		if a, b := firstChunk(right), firstChunk(wrong); a != b {
+			t.Errorf("the first chunk was %s bytes (hex) after a guess that begins the token, %s after one that does not", a, b)
+		}
+	})
 }
