@@ -106,7 +106,12 @@ func receiveConn(ch *net.UnixConn) (net.Conn, error) {
 	if err != nil {
 		return nil, errNoDescriptor
 	}
-	return conn, nil
+	wrapped, err := dontWait(conn)
+	if err != nil {
+		conn.Close()
+		return nil, errNoDescriptor
+	}
+	return wrapped, nil
 }
 
 // isStreamSocket reports whether f is a stream socket: a datagram socket

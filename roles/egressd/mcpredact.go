@@ -6,11 +6,12 @@ import (
 )
 
 // streamRedactor writes a streamed body with the secret taken out. A read
-// can end inside an echoed secret, so it holds back the longest tail that
-// could begin one and decides on it with the next bytes: the secret never
-// goes out whole, nor split across writes.
+// can end inside an echoed secret, so it holds back a tail that could
+// begin one and decides on it with the next bytes: the secret never goes
+// out whole, nor split across writes.
 type streamRedactor struct {
 	needles [][]byte
+	longest int // the longest needle's length
 	out     io.Writer
 	pending []byte
 }
@@ -19,6 +20,7 @@ func newStreamRedactor(s secret, out io.Writer) *streamRedactor {
 	r := &streamRedactor{out: out}
 	for _, n := range s.needles {
 		r.needles = append(r.needles, []byte(n))
+		r.longest = max(r.longest, len(n))
 	}
 	return r
 }
@@ -43,19 +45,19 @@ func (r *streamRedactor) write(p []byte) error {
 	return err
 }
 
-// held is the length of the longest tail of pending that is a proper
-// prefix of a needle.
+// held is how much of pending's end to hold back: of the line it ends in,
+// the last bytes that a needle could begin in (its length less one). A
+// needle holds no line break (it is a valid header value, JSON-escaped at
+// most), so a whole line holds only whole ones, replaced already, and an
+// SSE event goes out whole as it comes. The hold depends on where lines
+// end, never on whether the tail begins the secret: a compromised sandbox
+// can have a server echo what it sends, and a hold (or, at a cut, a drop)
+// of a tail that begins the secret would tell it, by the chunk sizes or
+// the length of a cut response, whether its guess does, and so the secret
+// a byte at a time.
 func (r *streamRedactor) held() int {
-	best := 0
-	for _, n := range r.needles {
-		for k := min(len(n)-1, len(r.pending)); k > best; k-- {
-			if bytes.HasSuffix(r.pending, n[:k]) {
-				best = k
-				break
-			}
-		}
-	}
-	return best
+	line := len(r.pending) - (bytes.LastIndexByte(r.pending, '\n') + 1)
+	return min(line, r.longest-1)
 }
 
 // close writes what was held back, unless the body was cut: then the tail
