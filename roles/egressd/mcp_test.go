@@ -439,3 +439,38 @@ func TestMCPChannelBoundsRequests(t *testing.T) {
 		t.Errorf("the server got %d requests", n)
 	}
 }
+
+// A url with no path (https://host) is the path "/", which is what an
+// HTTP client asks for: the channel serves it, and no other path.
+func TestMCPChannelServesAURLWithNoPath(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	for _, url := range []string{"http://" + up.hostPort(), "http://" + up.hostPort() + "/"} {
+		sb := h.openMCP(url, nil)
+		if resp, body := sb.do(http.MethodPost, url, nil, "{}"); resp.StatusCode != http.StatusOK || body != "hello" {
+			t.Errorf("POST %s: %d %q", url, resp.StatusCode, body)
+		}
+		if resp, _ := sb.do(http.MethodPost, "http://"+up.hostPort()+"/admin", nil, "{}"); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("POST /admin on %s: %d, want 403", url, resp.StatusCode)
+		}
+	}
+}
+
+// A notification's 202 with an empty body comes back with its head in one
+// write, Content-Length 0 and not chunked, so that a client that closes on
+// the head breaks nothing, and egressd's log line for it says no problem.
+func TestMCPChannelEmptyAnswerIsOneWrite(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusAccepted)
+	})
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	resp, _ := sb.do(http.MethodPost, url, nil, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if resp.StatusCode != http.StatusAccepted || resp.ContentLength != 0 || len(resp.TransferEncoding) > 0 {
+		t.Errorf("%d, length %d, %v: want 202 with Content-Length 0", resp.StatusCode, resp.ContentLength, resp.TransferEncoding)
+	}
+	want := "mcp POST http://" + up.hostPort() + " -> 202, 0 bytes\n"
+	poll.Until(t, "egressd's log line "+want, func() bool { return strings.Contains(h.logs.String(), want) })
+}

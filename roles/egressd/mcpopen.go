@@ -90,5 +90,9 @@ func mcpGrantOf(open wire.EgressMcpOpen) (mcpGrant, error) {
 	if !ok {
 		return mcpGrant{}, badMessage("url: %s", why)
 	}
-	return mcpGrant{hosts: hosts, target: target, path: u.EscapedPath(), secret: newSecret(open.Authorization)}, nil
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/" // what an HTTP client asks for when the url has no path
+	}
+	return mcpGrant{hosts: hosts, target: target, path: path, secret: newSecret(open.Authorization)}, nil
 }
