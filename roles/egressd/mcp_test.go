@@ -474,3 +474,24 @@ func TestMCPChannelEmptyAnswerIsOneWrite(t *testing.T) {
 	want := "mcp POST http://" + up.hostPort() + " -> 202, 0 bytes\n"
 	poll.Until(t, "egressd's log line "+want, func() bool { return strings.Contains(h.logs.String(), want) })
 }
+
+// Remote MCP channels have slots of their own, as many as [mcp]
+// max_instances: more are refused naming that key, and however many are
+// open, http_fetch still gets its calls.
+func TestMCPChannelsHaveSlotsOfTheirOwn(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{MCPChannels: maxCalls})
+	url := "http://" + up.hostPort() + "/mcp"
+	for range maxCalls {
+		h.openMCP(url, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := fdpass.OpenMCPEgress(ctx, h.path, wire.McpURL(url), nil)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("all %d remote MCP channels are open ([mcp] max_instances)", maxCalls)) {
+		t.Errorf("one channel too many: %v", err)
+	}
+	if resp, body := h.get([]string{"http://" + up.hostPort()}, up.URL+"/page"); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Errorf("http_fetch beside %d channels: %d %q", maxCalls, resp.StatusCode, body)
+	}
+}
