@@ -115,9 +115,18 @@ func TestStackMCPCallFilesystem(t *testing.T) {
 	if out := s.run("mcp", "call", "files", "read_text_file", `{"path":"`+share+`/public/a.txt"}`); !strings.Contains(out, "public words") {
 		t.Errorf("mcp call inside the grant: %s", out)
 	}
-	out, err := s.try("mcp", "call", "files", "read_text_file", `{"path":"`+share+`/private.txt"}`)
+	outside := `{"path":"` + share + `/private.txt"}`
+	out, err := s.try("mcp", "call", "files", "read_text_file", outside)
 	if err == nil || !strings.Contains(out, "denied no_grant") || strings.Contains(out, "private words") {
 		t.Errorf("mcp call outside the grant's path: %v\n%s", err, out)
+	}
+	// The denial says what it means and the line that shows why, which
+	// does.
+	if hint := "no grant allows it: no grant file for this tool matches these arguments; see why with: boxmaker grants explain mcp__files__read_text_file '" + outside + "'"; !strings.Contains(out, hint) {
+		t.Errorf("mcp call's denial lacks %q:\n%s", hint, out)
+	}
+	if why, _ := s.try("grants", "explain", "mcp__files__read_text_file", outside); !strings.Contains(why, "decision: denied no_grant") {
+		t.Errorf("the explain line it gave: %s", why)
 	}
 	if list := s.run("mcp", "list"); !strings.Contains(list, "files") {
 		t.Errorf("mcp list: %s", list)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/termtext"
 
 	"github.com/urfave/cli/v3"
@@ -154,7 +155,7 @@ func groupAction(ctx context.Context, cmd *cli.Command) error {
 		what = "role or command"
 	}
 	given := cmd.Args().First()
-	if near := nearest(given, valid); near != "" {
+	if near := config.Nearest(given, valid); near != "" {
 		return Usagef("%s: no %s named %q; valid: %s; did you mean %q?", cmd.FullName(), what, given, strings.Join(valid, ", "), near)
 	}
 	return Usagef("%s: no %s named %q; valid: %s", cmd.FullName(), what, given, strings.Join(valid, ", "))

@@ -88,3 +88,22 @@ func DecodeLogRecord(line []byte) (LogRecord, error) {
 	}
 	return r, nil
 }
+
+// RecordTime is when r was written; every record carries its time.
+func RecordTime(r LogRecord) Timestamp {
+	switch r := r.(type) {
+	case SessionStart:
+		return r.Time
+	case User:
+		return r.Time
+	case Assistant:
+		return r.Time
+	case ToolResult:
+		return r.Time
+	case CacheLoss:
+		return r.Time
+	case EpochEnd:
+		return r.Time
+	}
+	return 0
+}

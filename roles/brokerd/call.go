@@ -164,8 +164,10 @@ func (b *broker) awaitApproval(ctx context.Context, req request, d policy.Decisi
 	}
 	defer b.approvals.remove(info.Approval)
 	b.log.Printf("approval %s: session %s call %d %s under grant %s, until %s", info.Approval, req.session, req.id, req.call.Name(), g.ID(), expires)
+	// The approval is listed from add on, so an answer may come before
+	// the caller hears of it: a caller gone by then still has it recorded.
 	if err := reply(false, wire.PendingApproval{Approval: info.Approval, Expires: expires}); err != nil {
-		return err
+		return b.callerLeft(req, d, info.Approval, answers, err)
 	}
 	if offered, why := b.offeredOffHost(d); b.gateway && offered {
 		offerCtx, stopOffer := context.WithCancel(ctx)
@@ -179,23 +181,44 @@ func (b *broker) awaitApproval(ctx context.Context, req request, d policy.Decisi
 	select {
 	case ans := <-answers:
 		if ctx.Err() != nil {
-			return b.withdrawn(ctx, req, d, info.Approval, &ans)
+			return b.withdrawn(req, d, info.Approval, &ans, context.Cause(ctx))
 		}
 		return b.answered(ctx, req, d, ans, reply)
 	case <-timer.C:
-		return b.refuse(req, d, wire.ApprovalExpired, reply)
+		return b.expired(ctx, req, d, info.Approval, answers, reply)
 	case <-ctx.Done():
-		// An answer may have come with the hangup: the chat's Ctrl-C
-		// refuses a turn's approvals, then hangs up. Off the list first,
-		// so that no answer can come after the look (answer delivers
-		// under the same lock).
-		b.approvals.remove(info.Approval)
-		select {
-		case ans := <-answers:
-			return b.withdrawn(ctx, req, d, info.Approval, &ans)
-		default:
-			return b.withdrawn(ctx, req, d, info.Approval, nil)
+		return b.callerLeft(req, d, info.Approval, answers, context.Cause(ctx))
+	}
+}
+
+// expired ends an approval whose time ran out. An answer that came as it
+// did was taken (the owner was told so), and is the decision: off the list
+// first, so that no answer can come after the look.
+func (b *broker) expired(ctx context.Context, req request, d policy.Decision, id string, answers <-chan answer, reply replyFunc) error {
+	b.approvals.remove(id)
+	select {
+	case ans := <-answers:
+		if ctx.Err() != nil {
+			return b.withdrawn(req, d, id, &ans, context.Cause(ctx))
 		}
+		return b.answered(ctx, req, d, ans, reply)
+	default:
+		return b.refuse(req, d, wire.ApprovalExpired, reply)
+	}
+}
+
+// callerLeft ends an approval whose caller is gone (why): its ctx ended, or
+// the pending frame could not reach it. An answer may have come with the
+// hangup: the chat's Ctrl-C refuses a turn's approvals, then hangs up. Off
+// the list first, so that no answer can come after the look (answer
+// delivers under the same lock).
+func (b *broker) callerLeft(req request, d policy.Decision, id string, answers <-chan answer, why error) error {
+	b.approvals.remove(id)
+	select {
+	case ans := <-answers:
+		return b.withdrawn(req, d, id, &ans, why)
+	default:
+		return b.withdrawn(req, d, id, nil, why)
 	}
 }
 
@@ -203,18 +226,18 @@ func (b *broker) awaitApproval(ctx context.Context, req request, d policy.Decisi
 // so an approval is not run; but a refusal the owner gave is still the
 // owner's decision and is recorded as refused, so that a cancelled turn
 // never leaves a call half answered. Without an answer nothing ran and
-// nothing is recorded: the deferred remove takes it off every list before
-// anyone can answer it, and the gateway's offer ends with ctx.
-func (b *broker) withdrawn(ctx context.Context, req request, d policy.Decision, id string, ans *answer) error {
+// nothing is recorded: callerLeft took it off every list before it looked,
+// and the gateway's offer ends with ctx.
+func (b *broker) withdrawn(req request, d policy.Decision, id string, ans *answer, why error) error {
 	if ans != nil && !ans.approve {
-		b.log.Printf("approval %s: refused as its caller left: %v", id, context.Cause(ctx))
+		b.log.Printf("approval %s: refused as its caller left: %v", id, why)
 		if err := b.refuse(req, d, wire.ApprovalRefused, func(bool, wire.Message) error { return nil }); err != nil {
 			return err
 		}
-		return context.Cause(ctx)
+		return why
 	}
-	b.log.Printf("approval %s: withdrawn: %v", id, context.Cause(ctx))
-	return context.Cause(ctx)
+	b.log.Printf("approval %s: withdrawn: %v", id, why)
+	return why
 }
 
 // answered acts on the owner's answer. An approval is decided again first:

@@ -3,7 +3,10 @@ package brokerd
 import (
 	"boxmaker/fixtures/poll"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"log"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"boxmaker/audit"
+	"boxmaker/policy"
+	"boxmaker/roles/internal/config"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
 )
@@ -69,4 +74,69 @@ func waitForNoPending(t *testing.T, h *home) {
 		res, _, err := h.call("bxctl", wire.ApprovalList{})
 		return err == nil && len(res.(wire.ApprovalListResult).Approvals) == 0
 	})
+}
+
+// brokerd lists an approval before it tells the caller, so the owner may
+// refuse it before the pending frame is written; if the caller has hung up
+// by then, that write fails. The refusal the owner was told of is recorded
+// all the same. The end-to-end test above meets this order only now and
+// then; here the reply itself answers the approval, then finds the caller
+// gone, so the order is the same every run.
+func TestRefusalBeforeThePendingFrameIsRecorded(t *testing.T) {
+	b, dir := approvalBroker(t)
+	m := wire.ToolRequest{Session: sessionID(t, "s1"), Call: 7, Tool: "shell", Arguments: `{"command":"printf unheard"}`}
+	req := request{session: m.Session, id: m.Call, call: decodeCall(m)}
+	d := askDecision(t, req)
+	var told wire.ApprovalAnswerResult
+	hungUp := errors.New("write: broken pipe")
+	reply := func(final bool, msg wire.Message) error {
+		if p, ok := msg.(wire.PendingApproval); ok && !final {
+			told = b.answerApproval(wire.ApprovalAnswer{Approval: p.Approval, Approve: false}, "local:owner")
+		}
+		return hungUp
+	}
+	if err := b.awaitApproval(context.Background(), req, d, reply); !errors.Is(err, hungUp) {
+		t.Errorf("awaitApproval: %v, want the failed write", err)
+	}
+	if told.Outcome != wire.OutcomeRefused {
+		t.Fatalf("the owner was told %q, not refused", told.Outcome)
+	}
+	lines, err := audit.Tail(dir, 1)
+	if err != nil || len(lines) != 1 || !strings.Contains(lines[0], `"call":7,`) || !strings.Contains(lines[0], `"reason":"approval_refused"`) {
+		t.Fatalf("audit after a refusal the caller never heard of: %v %q", err, lines)
+	}
+	if left := b.approvals.list(); len(left) != 0 {
+		t.Errorf("still pending: %v", left)
+	}
+}
+
+// approvalBroker is a broker with just what awaitApproval needs: the
+// default config, an approval list and an audit log in dir.
+func approvalBroker(t *testing.T) (*broker, string) {
+	dir := t.TempDir()
+	w, err := audit.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	cfg := config.Defaults()
+	return &broker{
+		cfg: cfg, log: log.New(io.Discard, "", 0), clock: time.Now, audit: w,
+		approvals: newApprovals(cfg.Broker.MaxPendingApprovals),
+		fatal:     func(err error) { t.Errorf("brokerd stopped: %v", err) },
+	}, dir
+}
+
+// askDecision decides req under the ask grant for printf.
+func askDecision(t *testing.T, req request) policy.Decision {
+	g, err := policy.ParseGrant("printf.toml", []byte(printfGrant))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now, _ := wire.TimestampOf(time.Now())
+	d, err := policy.Decide([]policy.Grant{g}, policy.SessionRequest(policy.NewSession(), req.call, now))
+	if err != nil || d.Outcome() != policy.AwaitsApproval {
+		t.Fatalf("decision %v (%v), want an ask", d.Outcome(), err)
+	}
+	return d
 }

@@ -67,7 +67,21 @@ func mcpCall(ctx context.Context, cmd *cli.Command) error {
 		// owner reads the name once.
 		return fmt.Errorf("%s: failed: %s", full, termtext.Line(strings.TrimPrefix(r.Message, full+": ")))
 	case wire.Denied:
-		return fmt.Errorf("%s: denied %s", full, r.Reason)
+		return errors.New(mcpDenial(full, cmd.Args().Get(2), r.Reason))
 	}
 	return errors.New("brokerd answered " + wire.KindOf(res))
+}
+
+// mcpDenial says what a denial of `mcp call` means, as the chat does, and
+// where the grants decided it, the line that shows why (mcp call's session
+// is its own, private and trusted).
+func mcpDenial(full, args string, reason wire.DenyReason) string {
+	line := fmt.Sprintf("%s: denied %s", full, reason)
+	if words, ok := denialWords[reason]; ok {
+		line += ": " + words
+	}
+	if explainable[reason] {
+		line += "; see why with: " + explainCommand(wire.ToolCallEvent{Tool: full, Arguments: args}, nil)
+	}
+	return line
 }

@@ -163,24 +163,6 @@ func readEpochFile(dirFD int, session string, e wire.Epoch) (turns uint64, updat
 		if _, ok := rec.(wire.User); ok {
 			turns++
 		}
-		updated = max(updated, recordTime(rec))
+		updated = max(updated, wire.RecordTime(rec))
 	}
-}
-
-func recordTime(r wire.LogRecord) wire.Timestamp {
-	switch r := r.(type) {
-	case wire.SessionStart:
-		return r.Time
-	case wire.User:
-		return r.Time
-	case wire.Assistant:
-		return r.Time
-	case wire.ToolResult:
-		return r.Time
-	case wire.CacheLoss:
-		return r.Time
-	case wire.EpochEnd:
-		return r.Time
-	}
-	return 0
 }

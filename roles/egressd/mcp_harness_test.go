@@ -2,6 +2,8 @@ package egressd
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -98,4 +100,31 @@ func (sb *mcpSandbox) do(method, url string, header http.Header, body string) (*
 	}
 	defer resp.Body.Close()
 	return resp, bodyOf(sb.t, resp)
+}
+
+// openSilentStream opens a GET stream through a channel to a server that
+// sends its head and then nothing; gone closes when the server sees the
+// request end. The connection closes with the test.
+func openSilentStream(t *testing.T) (*mcpSandbox, net.Conn, chan struct{}) {
+	t.Helper()
+	gone := make(chan struct{})
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+		close(gone)
+	})
+	h := startEgressd(t, Options{})
+	sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
+	conn, err := sb.dial(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+	head := make([]byte, 12)
+	if _, err := io.ReadFull(conn, head); err != nil || string(head) != "HTTP/1.1 200" {
+		t.Fatalf("the stream's head: %q %v", head, err)
+	}
+	return sb, conn, gone
 }

@@ -1,7 +1,6 @@
 package egressd
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -117,23 +116,7 @@ func TestMCPChannelRedialsAnUpstreamThatChanged(t *testing.T) {
 func TestMCPChannelEndsAnExchangeTheSandboxLeft(t *testing.T) {
 	for _, leave := range []string{"close", "write"} {
 		t.Run(leave, func(t *testing.T) {
-			gone := make(chan struct{})
-			up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
-				w.Header().Set("Content-Type", "text/event-stream")
-				w.(http.Flusher).Flush()
-				<-r.Context().Done()
-				close(gone)
-			})
-			h := startEgressd(t, Options{})
-			url := "http://" + up.hostPort() + "/mcp"
-			sb := h.openMCP(url, nil)
-			conn, _ := sb.dial(context.Background(), "", "")
-			defer conn.Close()
-			fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
-			head := make([]byte, 12)
-			if _, err := io.ReadFull(conn, head); err != nil || string(head) != "HTTP/1.1 200" {
-				t.Fatalf("the stream's head: %q %v", head, err)
-			}
+			_, conn, gone := openSilentStream(t)
 			if leave == "close" {
 				conn.(*net.UnixConn).CloseWrite()
 			} else {

@@ -238,23 +238,7 @@ func TestMCPChannelRefusesASessionIDWithControlCharacters(t *testing.T) {
 // When the channel ends (the instance ended), every stream egressd serves
 // on it ends too, and so does its upstream request.
 func TestMCPChannelEndsItsStreams(t *testing.T) {
-	gone := make(chan struct{})
-	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-		close(gone)
-	})
-	h := startEgressd(t, Options{})
-	url := "http://" + up.hostPort() + "/mcp"
-	sb := h.openMCP(url, nil)
-	conn, _ := sb.dial(context.Background(), "", "")
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
-	head := make([]byte, 12)
-	if _, err := io.ReadFull(conn, head); err != nil || string(head) != "HTTP/1.1 200" {
-		t.Fatalf("the stream's head: %q %v", head, err)
-	}
+	sb, conn, gone := openSilentStream(t)
 	sb.ch.Close()
 	_ = conn.SetReadDeadline(time.Now().Add(poll.Patience))
 	if _, err := io.Copy(io.Discard, conn); err != nil {

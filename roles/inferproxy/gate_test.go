@@ -2,13 +2,16 @@ package inferproxy
 
 import (
 	"bufio"
+	"context"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"path/filepath"
 	"testing"
 
 	"boxmaker/fixtures/gateprobe"
+	"boxmaker/fixtures/poll"
 	"boxmaker/roles"
 	"boxmaker/roles/internal/sock"
 	"boxmaker/wire"
@@ -21,9 +24,31 @@ func TestInferSockServesItsPair(t *testing.T) {
 	up := startRecorder(t)
 	h := startProxy(t, up.srv.URL, Options{})
 	pair, _ := roles.PairOf("loopd", "inferproxy")
-	gateprobe.HTTP(t, h.client, proxyURL(""), pair)
+	// Each probe is bounded: a request nobody answers fails the test,
+	// naming the request, instead of running into go test's timeout.
+	probe := *h.client
+	probe.Timeout = poll.Patience
+	gateprobe.HTTP(t, &probe, proxyURL(""), pair)
 	if n := len(up.requests()); n != len(pair.Accepts) {
 		t.Errorf("the upstream got %d requests; want one per listed route, %d", n, len(pair.Accepts))
+	}
+}
+
+// A Serve that cannot start closes its socket, so that a client is refused
+// at once instead of waiting in the backlog for an answer that never comes
+// (which hung TestInferSockServesItsPair when Serve failed).
+func TestServeThatCannotStartClosesItsSocket(t *testing.T) {
+	path := filepath.Join(shortDir(t), "infer.sock")
+	ln, err := sock.Listen(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Serve(context.Background(), ln, Options{Upstream: "ftp://nowhere", Log: log.New(io.Discard, "", 0)}); err == nil {
+		t.Fatal("Serve started with an ftp upstream")
+	}
+	if c, err := net.Dial("unix", path); err == nil {
+		c.Close()
+		t.Fatal("a client connected to the socket of a Serve that had returned")
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/fixtures/syncbuf"
 	"boxmaker/roles/internal/sock"
 )
@@ -30,13 +31,7 @@ type harness struct {
 // startProxy serves with opts, forwarding to upstream unless opts names one.
 func startProxy(tb testing.TB, upstream string, opts Options) *harness {
 	tb.Helper()
-	// A short directory: a socket path must fit in 108 bytes.
-	dir, err := os.MkdirTemp("", "inferproxy")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { os.RemoveAll(dir) })
-	h := &harness{socket: filepath.Join(dir, "run", "loopd-inferproxy", "infer.sock"), logs: &syncbuf.Buffer{}}
+	h := &harness{socket: filepath.Join(shortDir(tb), "run", "loopd-inferproxy", "infer.sock"), logs: &syncbuf.Buffer{}}
 	ln, err := sock.Listen(h.socket)
 	if err != nil {
 		tb.Fatal(err)
@@ -54,11 +49,28 @@ func startProxy(tb testing.TB, upstream string, opts Options) *harness {
 	tb.Cleanup(func() {
 		h.client.CloseIdleConnections()
 		cancel()
-		if err := <-done; err != nil {
-			tb.Errorf("Serve: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				tb.Errorf("Serve: %v", err)
+			}
+		case <-time.After(shutdownGrace + poll.Patience):
+			tb.Errorf("Serve did not return %v after its context ended\n%s", shutdownGrace+poll.Patience, h.logs)
 		}
 	})
 	return h
+}
+
+// shortDir is a fresh directory with a short path: a socket path must fit
+// in 108 bytes, and t.TempDir's may not.
+func shortDir(tb testing.TB) string {
+	tb.Helper()
+	dir, err := os.MkdirTemp("", "inferproxy")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
 }
 
 // unixClient speaks HTTP over the socket at path, changing nothing it

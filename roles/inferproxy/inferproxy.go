@@ -32,19 +32,13 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	if cfg.Infer.Upstream == "" {
-		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
-	}
 	socket, err := sock.PathOf(paths, "loopd", "inferproxy")
 	if err != nil {
 		return err
 	}
-	up := cfg.Infer.Upstream
-	if up == config.ScriptedUpstream {
-		if up, err = upstream.ServeScripted(ctx, 1); err != nil {
-			return err
-		}
-		fmt.Fprintln(cmd.Root().ErrWriter, "inferproxy: SCRIPTED MODEL: the replies come from a script (roles/internal/llamadouble), not from a language model")
+	up, err := upstream.FromConfig(ctx, cfg, paths.Config, "inferproxy", "the replies", 1, cmd.Root().ErrWriter)
+	if err != nil {
+		return err
 	}
 	return Main(ctx, Options{Socket: socket, Upstream: up, InspectSlot: cfg.Inspect.Slot})
 }
@@ -73,8 +67,7 @@ func Main(ctx context.Context, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("inferproxy: %w", err)
 	}
-	defer ln.Close()
-	return Serve(ctx, ln, opts)
+	return Serve(ctx, ln, opts) // which closes ln
 }
 
 // shutdownGrace is how long a stopping inferproxy lets replies in flight
@@ -82,8 +75,11 @@ func Main(ctx context.Context, opts Options) error {
 const shutdownGrace = 5 * time.Second
 
 // Serve answers on ln until ctx ends, then lets replies in flight finish
-// for shutdownGrace.
+// for shutdownGrace. It closes ln on every return, as http.Server.Serve
+// does: a Serve that cannot start must not leave a socket whose backlog
+// takes connections nobody will answer, on which a client waits forever.
 func Serve(ctx context.Context, ln *net.UnixListener, opts Options) error {
+	defer ln.Close()
 	p, err := newProxy(opts)
 	if err != nil {
 		return fmt.Errorf("inferproxy: %w", err)

@@ -28,21 +28,15 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	if cfg.Infer.Upstream == "" {
-		return fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", paths.Config)
-	}
 	socket, err := sock.PathOf(paths, "brokerd", "inspectd")
 	if err != nil {
 		return err
 	}
-	up := cfg.Infer.Upstream
-	if up == config.ScriptedUpstream {
-		// Two slots, as a real server keeping one apart would have: its
-		// own double serves nobody else, but the slot rule stays the same.
-		if up, err = upstream.ServeScripted(ctx, 2); err != nil {
-			return err
-		}
-		fmt.Fprintln(cmd.Root().ErrWriter, "inspectd: SCRIPTED MODEL: the answers come from a script (roles/internal/llamadouble), not from a language model")
+	// Two slots, as a real server keeping one apart would have: its own
+	// double serves nobody else, but the slot rule stays the same.
+	up, err := upstream.FromConfig(ctx, cfg, paths.Config, "inspectd", "the answers", 2, cmd.Root().ErrWriter)
+	if err != nil {
+		return err
 	}
 	return Main(ctx, Options{Socket: socket, Upstream: up, Slot: cfg.Inspect.Slot,
 		Log: log.New(cmd.Root().ErrWriter, "inspectd: ", 0)})

@@ -194,7 +194,7 @@ func (l *loopd) write(ss *session, st *epochState, recs ...wire.LogRecord) error
 		if _, ok := r.(wire.User); ok {
 			users++
 		}
-		latest = max(latest, timeOf(r))
+		latest = max(latest, wire.RecordTime(r))
 	}
 	l.store.update(ss, func(i *wire.SessionInfo) { i.Turns += users; i.Updated = max(i.Updated, latest) })
 	return nil

@@ -116,26 +116,8 @@ func (sc *sessionScan) count(records []wire.LogRecord) {
 		case wire.ToolResult:
 			sc.maxCall = max(sc.maxCall, r.Call)
 		}
-		sc.updated = max(sc.updated, timeOf(r))
+		sc.updated = max(sc.updated, wire.RecordTime(r))
 	}
-}
-
-func timeOf(r wire.LogRecord) wire.Timestamp {
-	switch r := r.(type) {
-	case wire.SessionStart:
-		return r.Time
-	case wire.User:
-		return r.Time
-	case wire.Assistant:
-		return r.Time
-	case wire.ToolResult:
-		return r.Time
-	case wire.CacheLoss:
-		return r.Time
-	case wire.EpochEnd:
-		return r.Time
-	}
-	return 0
 }
 
 // wholeSteps is how many of an epoch's records form whole steps. Every

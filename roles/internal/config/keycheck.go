@@ -59,7 +59,7 @@ func walkTable(t reflect.Type, table map[string]any, path []string, lines []stri
 		ft, ok := fields[k]
 		if !ok {
 			msg := "unknown key " + name
-			if near := nearestKey(k, fields); near != "" {
+			if near := Nearest(k, slices.Sorted(mapKeys(fields))); near != "" {
 				msg += fmt.Sprintf(" (did you mean %s?)", strings.Join(append(slices.Clone(path), near), "."))
 			}
 			*errs = append(*errs, keyError{lineOf(lines, key), msg})
@@ -167,45 +167,6 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 			}
 		}
 	}
-}
-
-// nearestKey is the known key closest to k, if it is close enough to be
-// a typo.
-func nearestKey(k string, fields map[string]reflect.Type) string {
-	best, bestDist := "", max(1, len(k)/3)+1
-	for _, name := range slices.Sorted(mapKeys(fields)) {
-		if d := editDistance(k, name); d < bestDist {
-			best, bestDist = name, d
-		}
-	}
-	return best
-}
-
-// editDistance is the Levenshtein distance of a and b, a swap of two
-// neighbours counting as one edit.
-func editDistance(a, b string) int {
-	x, y := []rune(a), []rune(b)
-	d := make([][]int, len(x)+1)
-	for i := range d {
-		d[i] = make([]int, len(y)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(x); i++ {
-		for j := 1; j <= len(y); j++ {
-			cost := 1
-			if x[i-1] == y[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && x[i-1] == y[j-2] && x[i-2] == y[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(x)][len(y)]
 }
 
 var (

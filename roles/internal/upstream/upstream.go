@@ -85,6 +85,27 @@ func ServeScripted(ctx context.Context, slots int) (string, error) {
 	return "http://" + ln.Addr().String(), nil
 }
 
+// FromConfig is the llama-server URL a role reaches: cfg's [infer]
+// upstream, or, for the scripted model, a double with slots slots served
+// for as long as ctx lasts. Then a line on diag in role's name says that
+// what it serves (says: "the replies") comes from a script, so that
+// nobody takes it for a language model's.
+func FromConfig(ctx context.Context, cfg config.Config, configPath, role, says string, slots int, diag io.Writer) (string, error) {
+	up := cfg.Infer.Upstream
+	if up == "" {
+		return "", fmt.Errorf("no upstream llama-server: set [infer] upstream = \"http://host:port\" in %s, or BOXMAKER_UPSTREAM", configPath)
+	}
+	if up != config.ScriptedUpstream {
+		return up, nil
+	}
+	up, err := ServeScripted(ctx, slots)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(diag, "%s: SCRIPTED MODEL: %s come from a script (roles/internal/llamadouble), not from a language model\n", role, says)
+	return up, nil
+}
+
 // scriptedRecorded bounds what the scripted model keeps of the requests it
 // answered: nothing reads them under up, and keeping them all grew
 // inferproxy by every prompt of every turn (issue 14).

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"boxmaker/fixtures/require"
 )
 
 // serveEnv makes the test binary the benchmarks' local server: run as a
@@ -18,7 +20,7 @@ const serveEnv = "BOXMAKER_BENCH_STREAMABLE_SERVER"
 
 func TestStreamableServerProcess(t *testing.T) {
 	if os.Getenv(serveEnv) != "1" {
-		t.Skip("the benchmarks' server process; runs only when they start it")
+		require.Elsewhere(t, "the entry point of the benchmarks' server process, which they start")
 	}
 	fmt.Println(streamableServer(t))
 	io.Copy(io.Discard, os.Stdin)
