@@ -358,7 +358,7 @@ func TestMCPChannelSlowServerTimesOut(t *testing.T) {
 	})
 	lim := testLimits
 	lim.Timeout = config.Dur(300 * time.Millisecond)
-	h := startEgressd(t, Options{Limits: lim})
+	h := startEgressd(t, Options{Limits: lim, MCPCallTime: time.Millisecond})
 	url := "http://" + up.hostPort() + "/mcp"
 	sb := h.openMCP(url, nil)
 	resp, body := sb.do(http.MethodPost, url, nil, "{}")
@@ -477,5 +477,23 @@ func TestMCPChannelsHaveSlotsOfTheirOwn(t *testing.T) {
 	}
 	if resp, body := h.get([]string{"http://" + up.hostPort()}, up.URL+"/page"); resp.StatusCode != http.StatusOK || body != "hello" {
 		t.Errorf("http_fetch beside %d channels: %d %q", maxCalls, resp.StatusCode, body)
+	}
+}
+
+// A call slower than [egress] timeout but within its own limit ([sandbox]
+// wall_time, MCPCallTime) is not cut: a JSON reply's head comes with the
+// result.
+func TestMCPChannelSlowCallWithinItsLimit(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(600 * time.Millisecond) // the server's own work, not a wait for the test
+		io.WriteString(w, "done")
+	})
+	lim := testLimits
+	lim.Timeout = config.Dur(200 * time.Millisecond)
+	h := startEgressd(t, Options{Limits: lim, MCPCallTime: 5 * time.Second})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if resp, body := sb.do(http.MethodPost, url, nil, "{}"); resp.StatusCode != http.StatusOK || body != "done" {
+		t.Errorf("%d %q, want the slow result", resp.StatusCode, body)
 	}
 }
