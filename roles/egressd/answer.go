@@ -95,10 +95,14 @@ func bodyResponse(status int, h http.Header, body []byte) *http.Response {
 	}
 }
 
-// strippedResponseHeaders are the upstream connection's own; egressd frames
-// the body again itself.
+// strippedResponseHeaders are the upstream connection's own (egressd frames
+// the body again itself), and the cookies an upstream issues: often a
+// session worth as much as the grant's secret, which nothing in the sandbox
+// reads (one request per call, no cookie jar) and a compromised sandbox
+// could hand on to the model.
 var strippedResponseHeaders = []string{
 	"Connection", "Keep-Alive", "Te", "Trailer", "Transfer-Encoding", "Upgrade", "Content-Length",
+	"Set-Cookie", "Set-Cookie2",
 }
 
 // backHeader is the upstream's header for the sandbox: hop-by-hop, Proxy-*

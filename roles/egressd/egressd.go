@@ -37,7 +37,7 @@ func runAction(ctx context.Context, paths config.Paths, cmd *cli.Command) error 
 	if err != nil {
 		return err
 	}
-	return Main(ctx, Options{Socket: socket, Limits: cfg.Egress})
+	return Main(ctx, Options{Socket: socket, Limits: cfg.Egress, MCPChannels: cfg.MCP.MaxInstances, MCPCallTime: cfg.Sandbox.WallTime.D()})
 }
 
 // Resolver looks names up; *net.Resolver is one. egressd asks it once per
@@ -55,6 +55,16 @@ type Options struct {
 	Resolver  Resolver             // nil: net.DefaultResolver
 	RootCAs   *x509.CertPool       // nil: the system's roots
 	Log       *log.Logger          // nil: standard error
+	// MCPChannels bounds the remote MCP channels open at once, in slots
+	// of their own ([mcp] max_instances: brokerd runs no more instances),
+	// so that remote instances never take http_fetch's; zero: the default.
+	MCPChannels int
+	// MCPCallTime is a remote MCP call's limit ([sandbox] wall_time): a
+	// server that answers a POST with JSON sends its head only with the
+	// result, so the head may take this long (plus mcpHeadGrace, so that
+	// toolkit's own limit, with its clearer sentence, ends it first);
+	// [egress] timeout still bounds the connect. Zero: the default.
+	MCPCallTime time.Duration
 
 	// beforeConnect runs in the dialer's Control after the checks passed,
 	// with the address about to be connected; an error stops the connect.
@@ -140,6 +150,8 @@ type server struct {
 	beforeConnect  func(netip.AddrPort) error
 	resolveTimeout time.Duration
 	slots          chan struct{}
+	mcpSlots       chan struct{} // remote MCP channels', apart from slots
+	mcpCallTime    time.Duration
 	calls          sync.WaitGroup
 }
 
@@ -149,6 +161,8 @@ func newServer(opts Options) (*server, error) {
 		roots: opts.RootCAs, log: opts.Log, beforeConnect: opts.beforeConnect,
 		resolveTimeout: cmp.Or(opts.resolveTimeout, defaultResolveTimeout),
 		slots:          make(chan struct{}, maxCalls),
+		mcpSlots:       make(chan struct{}, cmp.Or(opts.MCPChannels, config.DefaultMCPMaxInstances)),
+		mcpCallTime:    cmp.Or(opts.MCPCallTime, config.Defaults().Sandbox.WallTime.D()),
 	}
 	if s.limits == (config.Egress{}) {
 		s.limits = config.Defaults().Egress

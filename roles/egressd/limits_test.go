@@ -141,3 +141,23 @@ func TestRequestsThatAreNotAbsoluteOrNotHTTP(t *testing.T) {
 		t.Errorf("resolved %d names", n)
 	}
 }
+
+// A cookie an upstream issues to http_fetch or consult never reaches the
+// sandbox, so no tool result can carry it to the model.
+func TestSetCookieNeverReachesTheSandbox(t *testing.T) {
+	h := startEgressd(t, Options{})
+	up := newUpstream(t, true, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Add("Set-Cookie", "session=worth-the-token; HttpOnly")
+		w.Header().Add("Set-Cookie2", "old=1")
+		w.Header().Set("X-Kept", "yes")
+		w.Write([]byte("page"))
+	})
+	auth := "Bearer tok-cookie"
+	resp, back := h.exchange([]string{up.hostPort()}, &auth, rawGet(up.URL+"/page"))
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("X-Kept") != "yes" {
+		t.Fatalf("%d %v", resp.StatusCode, resp.Header)
+	}
+	if strings.Contains(strings.ToLower(string(back)), "cookie") || strings.Contains(string(back), "worth-the-token") {
+		t.Errorf("the sandbox read a cookie: %q", back)
+	}
+}

@@ -358,7 +358,7 @@ func TestMCPChannelSlowServerTimesOut(t *testing.T) {
 	})
 	lim := testLimits
 	lim.Timeout = config.Dur(300 * time.Millisecond)
-	h := startEgressd(t, Options{Limits: lim})
+	h := startEgressd(t, Options{Limits: lim, MCPCallTime: time.Millisecond})
 	url := "http://" + up.hostPort() + "/mcp"
 	sb := h.openMCP(url, nil)
 	resp, body := sb.do(http.MethodPost, url, nil, "{}")
@@ -421,5 +421,79 @@ func TestMCPChannelBoundsRequests(t *testing.T) {
 	}
 	if n := up.hits.Load(); n != 0 {
 		t.Errorf("the server got %d requests", n)
+	}
+}
+
+// A url with no path (https://host) is the path "/", which is what an
+// HTTP client asks for: the channel serves it, and no other path.
+func TestMCPChannelServesAURLWithNoPath(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{})
+	for _, url := range []string{"http://" + up.hostPort(), "http://" + up.hostPort() + "/"} {
+		sb := h.openMCP(url, nil)
+		if resp, body := sb.do(http.MethodPost, url, nil, "{}"); resp.StatusCode != http.StatusOK || body != "hello" {
+			t.Errorf("POST %s: %d %q", url, resp.StatusCode, body)
+		}
+		if resp, _ := sb.do(http.MethodPost, "http://"+up.hostPort()+"/admin", nil, "{}"); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("POST /admin on %s: %d, want 403", url, resp.StatusCode)
+		}
+	}
+}
+
+// A notification's 202 with an empty body comes back with its head in one
+// write, Content-Length 0 and not chunked, so that a client that closes on
+// the head breaks nothing, and egressd's log line for it says no problem.
+func TestMCPChannelEmptyAnswerIsOneWrite(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "0")
+		w.WriteHeader(http.StatusAccepted)
+	})
+	h := startEgressd(t, Options{})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	resp, _ := sb.do(http.MethodPost, url, nil, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	if resp.StatusCode != http.StatusAccepted || resp.ContentLength != 0 || len(resp.TransferEncoding) > 0 {
+		t.Errorf("%d, length %d, %v: want 202 with Content-Length 0", resp.StatusCode, resp.ContentLength, resp.TransferEncoding)
+	}
+	want := "mcp POST http://" + up.hostPort() + " -> 202, 0 bytes\n"
+	poll.Until(t, "egressd's log line "+want, func() bool { return strings.Contains(h.logs.String(), want) })
+}
+
+// Remote MCP channels have slots of their own, as many as [mcp]
+// max_instances: more are refused naming that key, and however many are
+// open, http_fetch still gets its calls.
+func TestMCPChannelsHaveSlotsOfTheirOwn(t *testing.T) {
+	up := newUpstream(t, false, hello)
+	h := startEgressd(t, Options{MCPChannels: maxCalls})
+	url := "http://" + up.hostPort() + "/mcp"
+	for range maxCalls {
+		h.openMCP(url, nil)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := fdpass.OpenMCPEgress(ctx, h.path, wire.McpURL(url), nil)
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("all %d remote MCP channels are open ([mcp] max_instances)", maxCalls)) {
+		t.Errorf("one channel too many: %v", err)
+	}
+	if resp, body := h.get([]string{"http://" + up.hostPort()}, up.URL+"/page"); resp.StatusCode != http.StatusOK || body != "hello" {
+		t.Errorf("http_fetch beside %d channels: %d %q", maxCalls, resp.StatusCode, body)
+	}
+}
+
+// A call slower than [egress] timeout but within its own limit ([sandbox]
+// wall_time, MCPCallTime) is not cut: a JSON reply's head comes with the
+// result.
+func TestMCPChannelSlowCallWithinItsLimit(t *testing.T) {
+	up := newUpstream(t, false, func(w http.ResponseWriter, r *http.Request) {
+		time.Sleep(600 * time.Millisecond) // the server's own work, not a wait for the test
+		io.WriteString(w, "done")
+	})
+	lim := testLimits
+	lim.Timeout = config.Dur(200 * time.Millisecond)
+	h := startEgressd(t, Options{Limits: lim, MCPCallTime: 5 * time.Second})
+	url := "http://" + up.hostPort() + "/mcp"
+	sb := h.openMCP(url, nil)
+	if resp, body := sb.do(http.MethodPost, url, nil, "{}"); resp.StatusCode != http.StatusOK || body != "done" {
+		t.Errorf("%d %q, want the slow result", resp.StatusCode, body)
 	}
 }

@@ -32,8 +32,8 @@ type mcpGrant struct {
 }
 
 // openMCP checks an egress_mcp_open frame and its descriptor, answers
-// egress_ready and serves the channel, which takes one of the call slots
-// for its life. The descriptor is always consumed.
+// egress_ready and serves the channel, which takes one of the MCP channel
+// slots (not http_fetch's) for its life. The descriptor is always consumed.
 func (s *server) openMCP(ctx context.Context, open wire.EgressMcpOpen, f *os.File, reply sock.Replier) error {
 	grant, err := mcpGrantOf(open)
 	if err != nil {
@@ -45,18 +45,18 @@ func (s *server) openMCP(ctx context.Context, open wire.EgressMcpOpen, f *os.Fil
 		return err
 	}
 	select {
-	case s.slots <- struct{}{}:
+	case s.mcpSlots <- struct{}{}:
 	default:
 		conn.Close()
-		return sock.Refusal{Code: wire.Internal, Detail: fmt.Sprintf("%d calls are in flight already", maxCalls)}
+		return sock.Refusal{Code: wire.Internal, Detail: fmt.Sprintf("all %d remote MCP channels are open ([mcp] max_instances)", cap(s.mcpSlots))}
 	}
 	if err := reply(wire.Envelope{Final: true, Msg: wire.EgressReady{}}); err != nil {
-		<-s.slots
+		<-s.mcpSlots
 		conn.Close()
 		return err
 	}
 	s.calls.Go(func() {
-		defer func() { <-s.slots }()
+		defer func() { <-s.mcpSlots }()
 		s.serveChannel(ctx, conn.(*net.UnixConn), grant)
 	})
 	return nil
@@ -90,5 +90,9 @@ func mcpGrantOf(open wire.EgressMcpOpen) (mcpGrant, error) {
 	if !ok {
 		return mcpGrant{}, badMessage("url: %s", why)
 	}
-	return mcpGrant{hosts: hosts, target: target, path: u.EscapedPath(), secret: newSecret(open.Authorization)}, nil
+	path := u.EscapedPath()
+	if path == "" {
+		path = "/" // what an HTTP client asks for when the url has no path
+	}
+	return mcpGrant{hosts: hosts, target: target, path: path, secret: newSecret(open.Authorization)}, nil
 }

@@ -114,9 +114,16 @@ func (c *channel) relay(ctx context.Context, l *link, up *upstreamConn, out *htt
 	dropControlValues(h)
 	fmt.Fprintf(l.bw, "HTTP/1.1 %03d %s\r\n", resp.StatusCode, http.StatusText(resp.StatusCode))
 	_ = h.Write(l.bw)
-	if resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
-		// No body may follow these, not even an empty chunked one.
+	if empty := resp.ContentLength == 0; empty || resp.StatusCode == http.StatusNoContent || resp.StatusCode == http.StatusNotModified {
+		// No body may follow a 204 or 304, not even an empty chunked one;
+		// a known-empty body (a notification's 202) goes out with its head
+		// in one write: sent chunked, the client that reads the head and
+		// closes (as Go's does) broke egressd's write of the last chunk,
+		// a "broken pipe" line for a normal exchange.
 		w.answered.Store(true)
+		if empty && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified {
+			_, _ = l.bw.WriteString("Content-Length: 0\r\n")
+		}
 		_, _ = l.bw.WriteString("\r\n")
 		if err := l.bw.Flush(); err != nil {
 			return false, fmt.Errorf("%w: writing the head: %v", errAnswered, err)

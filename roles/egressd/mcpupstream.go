@@ -31,8 +31,8 @@ type upstreamConn struct {
 	stop func() bool // ends the closing of conn with the exchange's context
 }
 
-// roundTrip writes out and reads the response head, within [egress]
-// timeout from the start (dial and TLS included); ctx's end closes the
+// roundTrip writes out within [egress] timeout from the start (dial and
+// TLS included) and reads the response head within the call's limit; ctx's end closes the
 // connection, which ends the exchange wherever it is. The caller reads the
 // body and then calls done.
 func (u *upstreamConn) roundTrip(ctx context.Context, out *http.Request) (*http.Response, error) {
@@ -57,6 +57,8 @@ func (u *upstreamConn) roundTrip(ctx context.Context, out *http.Request) (*http.
 	if err := u.bw.Flush(); err != nil {
 		return nil, err
 	}
+	// The head of a JSON reply comes with the call's result.
+	_ = u.conn.SetReadDeadline(time.Now().Add(max(u.c.s.limits.Timeout.D(), u.c.s.mcpCallTime+mcpHeadGrace)))
 	resp, err := u.readHead(out)
 	if err != nil {
 		return nil, err
@@ -64,6 +66,10 @@ func (u *upstreamConn) roundTrip(ctx context.Context, out *http.Request) (*http.
 	_ = u.conn.SetDeadline(time.Time{})
 	return resp, nil
 }
+
+// mcpHeadGrace is how much longer than the call's limit egressd waits for a
+// response head: toolkit gives up first and says so in its own words.
+const mcpHeadGrace = 5 * time.Second
 
 // mcpMaxInterim is how many interim (1xx) responses may come before the
 // final one, as Go's own transport allows: a server that sends them

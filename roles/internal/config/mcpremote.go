@@ -58,7 +58,8 @@ func CheckMCPURL(raw string) error {
 		return fmt.Errorf("%q: userinfo is not allowed; name a secret instead", raw)
 	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.ContainsAny(raw, "#?"):
 		return fmt.Errorf("%q: no query or fragment", raw)
-	case !strings.HasPrefix(u.Path, "/") || strings.Contains(u.Path, "/../") || strings.HasSuffix(u.Path, "/.."):
+	case u.Path != "" && !strings.HasPrefix(u.Path, "/") || strings.Contains(u.Path, "/../") || strings.HasSuffix(u.Path, "/.."):
+		// No path at all is "/", as an HTTP client asks for it.
 		return fmt.Errorf("%q: the path must be absolute, such as /mcp", raw)
 	}
 	if err := wire.McpURL(raw).Check(); err != nil {

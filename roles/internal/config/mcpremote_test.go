@@ -17,6 +17,11 @@ func TestMCPRemoteValues(t *testing.T) {
 	if !tr.Remote() || tr.URL != "https://mcp.example.com/mcp" || tr.Secret != "tracker-token" || tr.MemoryMB != DefaultMCPMemoryMB {
 		t.Errorf("[mcp.tracker]: %+v", tr)
 	}
+	for _, url := range []string{"https://mcp.example.com", "https://mcp.example.com/", "http://127.0.0.1:8931"} {
+		if err := CheckMCPURL(url); err != nil {
+			t.Errorf("%s (the path is /): %v", url, err)
+		}
+	}
 	if l := cfg.MCP.Servers["local"]; !l.Remote() || l.Secret != "" {
 		t.Errorf("[mcp.local]: %+v", l)
 	}
@@ -30,7 +35,6 @@ func TestMCPRemoteBadValues(t *testing.T) {
 		{"url = \"https://user:pw@mcp.example.com/mcp\"", "userinfo is not allowed"},
 		{"url = \"https://mcp.example.com/mcp?key=1\"", "no query or fragment"},
 		{"url = \"https://mcp.example.com/mcp#x\"", "no query or fragment"},
-		{"url = \"https://mcp.example.com\"", "the path must be absolute"},
 		{"url = \"https://mcp.example.com:0/mcp\"", "bad port"},
 		{"url = \"https://mcp.example.com/a b\"", "url"},
 		{"url = \"http://[fe80::1%25eth0]:80/mcp\"", "url"},
