@@ -2,6 +2,7 @@ package egressd
 
 import (
 	"net/netip"
+	"strings"
 	"testing"
 )
 
@@ -38,15 +39,27 @@ func TestSecretRedaction(t *testing.T) {
 	if got := s.redact("x Bearer abcdef123 y abcdef123"); got != "x [redacted] y [redacted]" {
 		t.Errorf("redact: %q", got)
 	}
+	// A cut body loses its last line's last 15 bytes (the longest
+	// needle's length less one), whatever they are.
 	cases := map[string]string{
-		"ok abcdef123 ok": "ok [redacted] ok",
-		"tail abcde":      "tail ",
-		"tail Bearer abc": "tail ",
-		"nothing":         "nothing",
+		"ok abcdef123 ok, and more words": "ok [redacted] ok,",
+		"whole line\ntail abcde":          "whole line\n",
+		"a longer line then Bearer abc":   "a longer line ",
+		"nothing":                         "",
 	}
 	for in, want := range cases {
 		if got := string(s.redactBody([]byte(in), true)); got != want {
 			t.Errorf("%q cut: %q, want %q", in, got, want)
+		}
+	}
+	// No oracle: a cut body whose tail begins the secret comes back as
+	// long as one whose tail does not (a sandbox could have the server
+	// echo its guesses).
+	for _, guess := range []string{"abcde", "Bearer a", "abc"} {
+		right := "quoted back: " + strings.Repeat("x", 20) + guess
+		wrong := "quoted back: " + strings.Repeat("x", 20) + strings.Repeat("z", len(guess))
+		if r, w := s.redactBody([]byte(right), true), s.redactBody([]byte(wrong), true); len(r) != len(w) {
+			t.Errorf("guess %q: a right guess leaves %d bytes, a wrong one %d", guess, len(r), len(w))
 		}
 	}
 	if got := string(s.redactBody([]byte("tail abcde"), false)); got != "tail abcde" {

@@ -45,20 +45,10 @@ func (r *streamRedactor) write(p []byte) error {
 	return err
 }
 
-// held is how much of pending's end to hold back: of the line it ends in,
-// the last bytes that a needle could begin in (its length less one). A
-// needle holds no line break (it is a valid header value, JSON-escaped at
-// most), so a whole line holds only whole ones, replaced already, and an
-// SSE event goes out whole as it comes. The hold depends on where lines
-// end, never on whether the tail begins the secret: a compromised sandbox
-// can have a server echo what it sends, and a hold (or, at a cut, a drop)
-// of a tail that begins the secret would tell it, by the chunk sizes or
-// the length of a cut response, whether its guess does, and so the secret
-// a byte at a time.
-func (r *streamRedactor) held() int {
-	line := len(r.pending) - (bytes.LastIndexByte(r.pending, '\n') + 1)
-	return min(line, r.longest-1)
-}
+// held is how much of pending's end to hold back: tailHold's bytes,
+// which depend on where lines end, never on whether the tail begins the
+// secret.
+func (r *streamRedactor) held() int { return tailHold(r.pending, r.longest) }
 
 // close writes what was held back, unless the body was cut: then the tail
 // may be the start of a secret whose end never came, and is dropped.

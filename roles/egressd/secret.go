@@ -47,23 +47,32 @@ func (s secret) redact(text string) string {
 	return text
 }
 
-// redactBody replaces every whole occurrence and, when the body was cut,
-// also drops a tail that is the start of one: a cut can fall inside an
-// echoed key.
+// redactBody replaces every whole occurrence and, when the body was cut
+// (a cut can fall inside an echoed key), also drops its tailHold: the
+// same bytes whatever they are, so that the length of a cut body says
+// nothing of whether its tail begins the secret.
 func (s secret) redactBody(b []byte, truncated bool) []byte {
+	longest := 0
 	for _, n := range s.needles {
 		b = bytes.ReplaceAll(b, []byte(n), []byte(redacted))
+		longest = max(longest, len(n))
 	}
-	if !truncated {
+	if !truncated || longest == 0 {
 		return b
 	}
-	for _, n := range s.needles {
-		for k := min(len(n)-1, len(b)); k > 0; k-- {
-			if bytes.HasSuffix(b, []byte(n[:k])) {
-				b = b[:len(b)-k]
-				break
-			}
-		}
-	}
-	return b
+	return b[:len(b)-tailHold(b, longest)]
+}
+
+// tailHold is how much of b's end could begin a needle of the longest
+// length: of the line b ends in, the last longest-1 bytes. A needle holds
+// no line break (it is a valid header value, JSON-escaped at most), so a
+// whole line holds only whole ones, replaced already. The hold depends on
+// where lines end, never on whether the tail begins the secret: a
+// compromised sandbox can have a server echo what it sends, and a hold
+// (or, at a cut, a drop) of a tail only when it begins the secret would
+// tell it, by chunk sizes or the length of a cut body, whether its guess
+// does, and so the secret a byte at a time.
+func tailHold(b []byte, longest int) int {
+	line := len(b) - (bytes.LastIndexByte(b, '\n') + 1)
+	return max(0, min(line, longest-1))
 }
