@@ -2,7 +2,6 @@ package egressd
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net"
@@ -179,11 +178,7 @@ func TestMCPChannelRequestFraming(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			up := newUpstream(t, false, hello)
-			h := startEgressd(t, Options{})
-			sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
-			conn, _ := sb.dial(context.Background(), "", "")
-			defer conn.Close()
-			_ = conn.SetDeadline(time.Now().Add(poll.Patience))
+			conn := rawMCPConn(t, up)
 			br := bufio.NewReader(conn)
 			io.WriteString(conn, c.first)
 			resp, err := http.ReadResponse(br, nil)
@@ -218,11 +213,7 @@ func TestMCPChannelChecksEachRequestOfAConnection(t *testing.T) {
 		got <- r.Header.Clone()
 		io.WriteString(w, "{}")
 	})
-	h := startEgressd(t, Options{})
-	sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
-	conn, _ := sb.dial(context.Background(), "", "")
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(poll.Patience))
+	conn := rawMCPConn(t, up)
 	br := bufio.NewReader(conn)
 	for i, c := range []struct {
 		req    string
@@ -261,11 +252,7 @@ func TestMCPChannelRefusesPipelinedRequests(t *testing.T) {
 		got <- r
 		io.WriteString(w, "{}")
 	})
-	h := startEgressd(t, Options{})
-	sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
-	conn, _ := sb.dial(context.Background(), "", "")
-	defer conn.Close()
-	_ = conn.SetDeadline(time.Now().Add(poll.Patience))
+	conn := rawMCPConn(t, up)
 	io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}"+
 		"POST /mcp HTTP/1.1\r\nHost: x\r\nX-Original-Url: /admin\r\nContent-Length: 2\r\n\r\n{}"+
 		"POST /admin HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"boxmaker/fixtures/poll"
 	"boxmaker/roles/internal/fdpass"
 	"boxmaker/wire"
 )
@@ -100,6 +101,22 @@ func (sb *mcpSandbox) do(method, url string, header http.Header, body string) (*
 	}
 	defer resp.Body.Close()
 	return resp, bodyOf(sb.t, resp)
+}
+
+// rawMCPConn is one connection of a channel to up, as the sandbox holds
+// it, for a test that writes the bytes itself: its reads and writes end
+// within poll.Patience, and it closes with the test.
+func rawMCPConn(t *testing.T, up *upstream) net.Conn {
+	t.Helper()
+	h := startEgressd(t, Options{})
+	sb := h.openMCP("http://"+up.hostPort()+"/mcp", nil)
+	conn, err := sb.dial(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	_ = conn.SetDeadline(time.Now().Add(poll.Patience))
+	return conn
 }
 
 // openSilentStream opens a GET stream through a channel to a server that
